@@ -275,13 +275,16 @@ var builtins = map[string]func() Profile{
 		}
 	},
 	// Seed 001: 6 decks; Banker 1:1 but 1:2 on a six; Tie 8:1; the winning
-	// number side bet is offered once its pay table is configured.
+	// number spots are on the layout, but a stake on one is refused until
+	// its pay table is configured (the seed gives none).
 	ProfileNoCommission: func() Profile {
 		return Profile{
 			Name:  ProfileNoCommission,
 			Decks: 6,
-			Bets:  []Bet{BetPlayer, BetBanker, BetTie},
-			Pays:  PayTable{Player: R(1, 1), Banker: R(1, 1), BankerOnSix: R(1, 2), Tie: R(8, 1)},
+			Bets: []Bet{BetPlayer, BetBanker, BetTie,
+				WinningNumberBet(1), WinningNumberBet(2), WinningNumberBet(3), WinningNumberBet(4), WinningNumberBet(5),
+				WinningNumberBet(6), WinningNumberBet(7), WinningNumberBet(8), WinningNumberBet(9)},
+			Pays: PayTable{Player: R(1, 1), Banker: R(1, 1), BankerOnSix: R(1, 2), Tie: R(8, 1)},
 		}
 	},
 	// Seed 003: 8 decks; Banker 0.95:1; pairs, any pair, perfect pair,
