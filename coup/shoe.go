@@ -37,13 +37,13 @@ func NewShoe(decks int) (Shoe, error) {
 }
 
 // Decks is the number of decks the shoe was made of.
-func (s *Shoe) Decks() int { return s.decks }
+func (s Shoe) Decks() int { return s.decks }
 
 // Remaining is the number of cards left.
-func (s *Shoe) Remaining() int { return s.total }
+func (s Shoe) Remaining() int { return s.total }
 
 // Count is how many copies of c are left.
-func (s *Shoe) Count(c Card) int {
+func (s Shoe) Count(c Card) int {
 	if !c.Valid() {
 		return 0
 	}
@@ -51,7 +51,7 @@ func (s *Shoe) Count(c Card) int {
 }
 
 // Counts is the remaining count of each card, indexed by Card.Index.
-func (s *Shoe) Counts() [CardCount]uint16 { return s.counts }
+func (s Shoe) Counts() [CardCount]uint16 { return s.counts }
 
 // Remove takes one c out of the shoe, or reports ErrNotInShoe when none is left.
 func (s *Shoe) Remove(c Card) error {

@@ -1,0 +1,119 @@
+package coup
+
+import (
+	"fmt"
+	"time"
+)
+
+// InputKind names what reached the table: a shoe event, a supervisor or game
+// server command, a timer tick. Inputs are recorded in the audit trail; the
+// table's state is a pure function of the inputs applied to it in order.
+type InputKind string
+
+// The inputs the table takes.
+const (
+	InCard   InputKind = "in.card"   // a card left the shoe
+	InCut    InputKind = "in.cut"    // the cut card came out
+	InButton InputKind = "in.button" // a dealer button on the shoe
+	InStatus InputKind = "in.status" // a shoe status report
+	InHello  InputKind = "in.hello"  // the shoe powered up or was reloaded
+	InGap    InputKind = "in.gap"    // shoe sequence numbers were skipped
+	InLink   InputKind = "in.link"   // the shoe link changed state
+	InTick   InputKind = "in.tick"   // time passed a deadline the table set
+	InCmd    InputKind = "in.cmd"    // a command (supervisor or game server)
+)
+
+// IsInput reports whether an audit kind is an input (as opposed to an event
+// the table derived from one).
+func IsInput(kind string) bool {
+	switch InputKind(kind) {
+	case InCard, InCut, InButton, InStatus, InHello, InGap, InLink, InTick, InCmd:
+		return true
+	}
+	return false
+}
+
+// Dealer buttons, as the table knows them (shoe drivers map theirs to these).
+const (
+	ButtonNewShoe    = "new_shoe"
+	ButtonBurnDone   = "burn_done"
+	ButtonNoMoreBets = "no_more_bets"
+	ButtonReveal     = "reveal"
+)
+
+// Link states of the shoe's serial link.
+const (
+	LinkConnected    = "connected"
+	LinkDisconnected = "disconnected"
+	LinkSilent       = "silent"
+)
+
+// Input is one thing that reached the table. Only the fields of its Kind
+// are set.
+type Input struct {
+	Kind InputKind `json:"kind"`
+	// At is when the controller received it; the table reads no clock.
+	At time.Time `json:"at"`
+	// ShoeSeq is the shoe's own sequence number, 0 when the protocol has none.
+	ShoeSeq uint32 `json:"shoe_seq,omitempty"`
+
+	Card       *Card  `json:"card,omitempty"`       // InCard, unless Unreadable
+	Unreadable bool   `json:"unreadable,omitempty"` // InCard: the shoe could not read it
+	Button     string `json:"button,omitempty"`     // InButton
+	Status     string `json:"status,omitempty"`     // InStatus code
+	Text       string `json:"text,omitempty"`       // InStatus, InHello: the shoe's words
+	GapFrom    uint32 `json:"gap_from,omitempty"`   // InGap: first missing number
+	GapTo      uint32 `json:"gap_to,omitempty"`     // InGap: last missing number
+	Link       string `json:"link,omitempty"`       // InLink: connected, disconnected, silent
+	Reason     string `json:"reason,omitempty"`     // InLink: why
+
+	Command *Command `json:"command,omitempty"` // InCmd
+}
+
+// Command actions.
+const (
+	ActionVoid       = "void"
+	ActionSuspend    = "suspend"
+	ActionResume     = "resume"
+	ActionCard       = "card"
+	ActionShoeStart  = "shoe-start"
+	ActionShoeEnd    = "shoe-end"
+	ActionBetsClosed = "bets-closed"
+)
+
+// Command is a supervisor's or game server's instruction, already
+// authenticated by the caller (signatures are checked outside coup).
+type Command struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	// By is who signed it.
+	By string `json:"by,omitempty"`
+	// Coup names the coup a void or bets-closed is for; 0 is the coup in
+	// progress.
+	Coup int `json:"coup,omitempty"`
+	// Card is the card a manual entry puts in place of an unreadable one.
+	Card *Card `json:"card,omitempty"`
+	// Reason is the supervisor's words, kept in the trail.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (in Input) String() string {
+	switch in.Kind {
+	case InCard:
+		if in.Unreadable || in.Card == nil {
+			return "card ??"
+		}
+		return "card " + in.Card.String()
+	case InButton:
+		return "button " + in.Button
+	case InCmd:
+		if in.Command != nil {
+			return "command " + in.Command.Action
+		}
+	case InGap:
+		return fmt.Sprintf("gap %d-%d", in.GapFrom, in.GapTo)
+	case InLink:
+		return "link " + in.Link
+	}
+	return string(in.Kind)
+}

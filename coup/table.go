@@ -1,0 +1,938 @@
+package coup
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Phase is where a table is in its shoe and coup.
+type Phase string
+
+// The phases, in the order a shoe goes through them. Suspension overlays
+// any phase.
+const (
+	PhaseNoShoe        Phase = "no_shoe"
+	PhaseBurn          Phase = "burn"
+	PhaseBettingOpen   Phase = "betting_open"
+	PhaseBettingClosed Phase = "betting_closed"
+	PhaseDealing       Phase = "dealing"
+	PhaseResult        Phase = "result"
+)
+
+// Burn rules: how many cards are burned at shoe start.
+const (
+	BurnFirstCard = "first_card" // expose the first card, burn its value (tens and faces 10)
+	BurnFixed     = "fixed"      // burn Count cards
+	BurnNone      = "none"       // no burn
+)
+
+// Cut-card rules: what happens once the cut card comes out.
+const (
+	CutOneMore = "one_more" // finish the coup in progress and deal one more
+	CutFinish  = "finish"   // finish the coup in progress
+)
+
+// Reveal rules: when the public may see a card.
+const (
+	RevealButton    = "button"    // when the dealer presses reveal (a squeeze)
+	RevealImmediate = "immediate" // as soon as it is dealt (cards dealt face up)
+)
+
+// TableConfig is the house procedure around the coup.
+type TableConfig struct {
+	Profile Profile `json:"profile"`
+	// Burn is BurnFirstCard, BurnFixed or BurnNone; BurnCount is the fixed count.
+	Burn      string `json:"burn"`
+	BurnCount int    `json:"burn_count,omitempty"`
+	// BurnDoneByButton waits for the dealer's burn-done button; otherwise the
+	// burn ends when the count is reached (shoes without buttons).
+	BurnDoneByButton bool   `json:"burn_done_by_button"`
+	CutCard          string `json:"cut_card"`
+	Reveal           string `json:"reveal"`
+	// BettingTime closes betting that long after it opened; 0 leaves it to
+	// the dealer's button or the game server.
+	BettingTime time.Duration `json:"betting_time"`
+	// ResultTime is how long a revealed result stands before the next coup
+	// takes bets.
+	ResultTime time.Duration `json:"result_time"`
+}
+
+// DefaultTableConfig is common casino practice for a profile.
+func DefaultTableConfig(p Profile) TableConfig {
+	return TableConfig{
+		Profile:          p,
+		Burn:             BurnFirstCard,
+		BurnDoneByButton: true,
+		CutCard:          CutOneMore,
+		Reveal:           RevealButton,
+		ResultTime:       3 * time.Second,
+	}
+}
+
+// Validate checks the configuration.
+func (c *TableConfig) Validate() error {
+	if !ValidDecks(c.Profile.Decks) {
+		return fmt.Errorf("%w: profile %s has %d", ErrDecks, c.Profile.Name, c.Profile.Decks)
+	}
+	switch c.Burn {
+	case BurnFirstCard, BurnNone:
+	case BurnFixed:
+		if c.BurnCount < 1 || c.BurnCount > 20 {
+			return fmt.Errorf("burn count %d: want 1 to 20", c.BurnCount)
+		}
+	default:
+		return fmt.Errorf("burn rule %q: want %s, %s or %s", c.Burn, BurnFirstCard, BurnFixed, BurnNone)
+	}
+	if c.CutCard != CutOneMore && c.CutCard != CutFinish {
+		return fmt.Errorf("cut card rule %q: want %s or %s", c.CutCard, CutOneMore, CutFinish)
+	}
+	if c.Reveal != RevealButton && c.Reveal != RevealImmediate {
+		return fmt.Errorf("reveal rule %q: want %s or %s", c.Reveal, RevealButton, RevealImmediate)
+	}
+	if c.BettingTime < 0 || c.ResultTime < 0 {
+		return fmt.Errorf("betting and result times must not be negative")
+	}
+	return nil
+}
+
+// CoupRecord is one finished (or voided) coup, for recall and voids.
+type CoupRecord struct {
+	Shoe   int         `json:"shoe"`
+	Coup   int         `json:"coup"`
+	Cards  []DealtCard `json:"cards"`
+	Result *Result     `json:"result,omitempty"`
+	Voided bool        `json:"voided,omitempty"`
+	// Actions are the supervisor actions taken on it, in order.
+	Actions []string `json:"actions,omitempty"`
+}
+
+// RecallDepth is how many coups the table keeps for last-game recall.
+const RecallDepth = 10
+
+// Table is the state machine of one baccarat table. It is pure: Apply takes
+// an input and returns the events it causes, and the state after any
+// sequence of inputs depends on that sequence alone.
+type Table struct {
+	cfg TableConfig
+
+	phase Phase
+	shoe  int // shoe number, from 1
+	coup  int // coup number within the shoe, from 1
+	comp  Shoe
+
+	burn BurnState
+
+	cards    []DealtCard // the coup in progress, in shoe order
+	pending  int         // index in cards of a card awaiting manual entry, or -1
+	result   *Result
+	resultAt time.Time
+	final    bool // result complete and revealed
+
+	cutSeen  bool
+	lastCoup int // the shoe's last coup once the cut card is out; 0 before
+
+	manualSuspend string // the reason a supervisor gave, "" when none
+	alerts        []Alert
+	nextAlert     int
+	link          string
+	lastSeq       uint32
+
+	deadline time.Time // zero when no timer runs
+
+	coups  []CoupRecord // completed and voided coups of the current shoe
+	recall []CoupRecord // the last RecallDepth coups across shoes
+}
+
+// NewTable returns a table with no shoe.
+func NewTable(cfg TableConfig) (*Table, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Table{cfg: cfg, phase: PhaseNoShoe, pending: -1, link: LinkConnected, nextAlert: 1}, nil
+}
+
+// Config is the table's configuration.
+func (t *Table) Config() TableConfig { return t.cfg }
+
+// Phase is the current phase.
+func (t *Table) Phase() Phase { return t.phase }
+
+// ShoeNumber and CoupNumber say where the table is.
+func (t *Table) ShoeNumber() int { return t.shoe }
+
+// CoupNumber is the coup in progress (or the last one, in the result phase).
+func (t *Table) CoupNumber() int { return t.coup }
+
+// Suspended reports whether the table refuses cards.
+func (t *Table) Suspended() bool { return t.manualSuspend != "" || len(t.alerts) > 0 }
+
+// Alerts are the active alerts.
+func (t *Table) Alerts() []Alert { return slices.Clone(t.alerts) }
+
+// Remaining is the composition of the shoe as the table knows it.
+func (t *Table) Remaining() Shoe { return t.comp }
+
+// Recall is the last RecallDepth coups, oldest first.
+func (t *Table) Recall() []CoupRecord { return slices.Clone(t.recall) }
+
+// ShoeCoups are the finished and voided coups of the current shoe.
+func (t *Table) ShoeCoups() []CoupRecord { return slices.Clone(t.coups) }
+
+// LastShoeSeq is the last shoe sequence number the table saw.
+func (t *Table) LastShoeSeq() uint32 { return t.lastSeq }
+
+// Deadline is when the table next wants an InTick, if it does.
+func (t *Table) Deadline() (time.Time, bool) { return t.deadline, !t.deadline.IsZero() }
+
+// CutCardSeen reports whether the cut card is out, and the shoe's last coup.
+func (t *Table) CutCardSeen() (bool, int) { return t.cutSeen, t.lastCoup }
+
+// Cards are the coup in progress's cards as the pit sees them.
+func (t *Table) Cards() []DealtCard { return slices.Clone(t.cards) }
+
+// Result is the coup in progress's result once complete.
+func (t *Table) Result() *Result { return t.result }
+
+// ResultFinal reports a complete coup whose cards are all revealed.
+func (t *Table) ResultFinal() bool { return t.final }
+
+// Link is the shoe link state as last reported.
+func (t *Table) Link() string { return t.link }
+
+// Burn is the burn in progress or done for this shoe.
+func (t *Table) Burn() BurnState { return t.burn }
+
+// ManualSuspension is the reason a supervisor suspended the table, if any.
+func (t *Table) ManualSuspension() string { return t.manualSuspend }
+
+// applier collects the events of one Apply.
+type applier struct {
+	t   *Table
+	in  Input
+	out []Event
+}
+
+func (a *applier) emit(e Event) {
+	e.Shoe = a.t.shoe
+	if e.Coup == 0 && e.Kind != EvShoeStarted && e.Kind != EvShoeEnded && a.t.coup > 0 && a.t.phase != PhaseNoShoe && a.t.phase != PhaseBurn {
+		e.Coup = a.t.coup
+	}
+	a.out = append(a.out, e)
+}
+
+// Apply takes one input and returns the events it causes, in order. It never
+// fails: a misdeal is an alert event, a refused command a command_refused
+// event, an input that means nothing now an input_ignored event.
+func (t *Table) Apply(in Input) []Event {
+	a := &applier{t: t, in: in}
+	if in.ShoeSeq > 0 && in.Kind != InGap {
+		t.lastSeq = in.ShoeSeq
+	}
+	switch in.Kind {
+	case InCard:
+		a.card()
+	case InCut:
+		a.cut()
+	case InButton:
+		a.button()
+	case InStatus:
+		a.emit(Event{Kind: EvShoeStatus, Status: in.Status, Reason: in.Text})
+	case InHello:
+		a.hello()
+	case InGap:
+		a.gap()
+	case InLink:
+		a.linkChange()
+	case InTick:
+		a.tick()
+	case InCmd:
+		a.command()
+	default:
+		a.emit(Event{Kind: EvIgnored, Reason: fmt.Sprintf("unknown input %q", in.Kind)})
+	}
+	return a.out
+}
+
+// midCoup reports a coup whose bets are closed and whose cards are coming.
+func (t *Table) midCoup() bool {
+	return t.phase == PhaseBettingClosed || t.phase == PhaseDealing
+}
+
+// raise adds an alert and, if the table was live, suspends it.
+func (a *applier) raise(kind AlertKind, needs, msg string) {
+	t := a.t
+	wasSuspended := t.Suspended()
+	al := Alert{ID: t.nextAlert, Kind: kind, Shoe: t.shoe, Coup: t.coup, Message: msg, Needs: needs, ShoeSeq: a.in.ShoeSeq}
+	if t.phase == PhaseNoShoe || t.phase == PhaseBurn {
+		al.Coup = 0
+	}
+	t.nextAlert++
+	t.alerts = append(t.alerts, al)
+	a.emit(Event{Kind: EvAlert, Alert: &al})
+	if !wasSuspended {
+		t.deadline = time.Time{}
+		a.emit(Event{Kind: EvSuspended, Phase: t.phase, Reason: string(kind)})
+	}
+}
+
+// resolve clears the alerts keep says no to, and resumes the table when
+// nothing holds it any more.
+func (a *applier) resolve(by string, drop func(Alert) bool) {
+	t := a.t
+	kept := t.alerts[:0]
+	var gone []Alert
+	for _, al := range t.alerts {
+		if drop(al) {
+			gone = append(gone, al)
+		} else {
+			kept = append(kept, al)
+		}
+	}
+	t.alerts = kept
+	for _, al := range gone {
+		al := al
+		a.emit(Event{Kind: EvAlertResolved, Alert: &al, By: by})
+	}
+}
+
+// resumeIfClear lifts the suspension once no alert or supervisor holds it,
+// and restarts the timer of the phase.
+func (a *applier) resumeIfClear(wasSuspended bool) {
+	t := a.t
+	if wasSuspended && !t.Suspended() {
+		a.emit(Event{Kind: EvResumed, Phase: t.phase})
+		a.restartTimer()
+	}
+}
+
+func (a *applier) restartTimer() {
+	t := a.t
+	t.deadline = time.Time{}
+	switch {
+	case t.phase == PhaseBettingOpen && t.cfg.BettingTime > 0:
+		t.deadline = a.in.At.Add(t.cfg.BettingTime)
+	case t.phase == PhaseResult && t.final:
+		t.deadline = a.in.At.Add(t.cfg.ResultTime)
+	}
+}
+
+// ---- cards ----
+
+func (a *applier) card() {
+	t, in := a.t, a.in
+	dc := DealtCard{Unreadable: in.Unreadable || in.Card == nil, ShoeSeq: in.ShoeSeq}
+	if !dc.Unreadable {
+		dc.Card = *in.Card
+		if !dc.Card.Valid() {
+			dc.Unreadable = true
+			dc.Card = Card{}
+		}
+	}
+	// Every card that leaves the shoe is out of it, whatever happens next.
+	if !dc.Unreadable {
+		if err := t.comp.Remove(dc.Card); err != nil {
+			dc.Impossible = true
+		}
+	}
+	if t.Suspended() {
+		needs := NeedsResume
+		if len(t.cards) > 0 || t.phase == PhaseBettingClosed {
+			needs = NeedsVoid
+		}
+		a.raise(AlertCardSuspended, needs, fmt.Sprintf("%s drawn while the table was suspended", cardName(dc)))
+		return
+	}
+	switch t.phase {
+	case PhaseNoShoe:
+		a.raise(AlertCardNoCoup, NeedsResume, fmt.Sprintf("%s drawn with no shoe started", cardName(dc)))
+	case PhaseBurn:
+		a.burnCard(dc)
+	case PhaseBettingOpen:
+		a.raise(AlertCardBettingOpen, NeedsVoid, fmt.Sprintf("%s drawn while betting was open on coup %d", cardName(dc), t.coup))
+	case PhaseResult:
+		a.raise(AlertExtraCard, NeedsResume, fmt.Sprintf("%s drawn after coup %d was complete", cardName(dc), t.coup))
+	case PhaseBettingClosed, PhaseDealing:
+		a.deal(dc)
+	}
+}
+
+func cardName(dc DealtCard) string {
+	if dc.Unreadable {
+		return "an unreadable card"
+	}
+	return dc.Card.String()
+}
+
+func (a *applier) burnCard(dc DealtCard) {
+	t := a.t
+	first := t.burn.First == nil && t.cfg.Burn == BurnFirstCard && t.burn.Required == 0
+	if first {
+		if dc.Unreadable || dc.Impossible {
+			a.raise(alertKindOf(dc), NeedsCard, fmt.Sprintf("the exposed burn card is %s: enter it to know the burn count", describe(dc)))
+			t.cards = append(t.cards[:0], dc)
+			t.pending = 0
+			return
+		}
+		a.exposeBurnCard(dc.Card)
+	} else {
+		t.burn.Burned++
+		b := t.burn
+		a.emit(Event{Kind: EvBurnCard, Burn: &b, Card: &DealtCard{Card: dc.Card, Unreadable: dc.Unreadable, Hidden: true, ShoeSeq: dc.ShoeSeq}})
+	}
+	a.burnMaybeDone()
+}
+
+// exposeBurnCard sets the burn count from the exposed first card.
+func (a *applier) exposeBurnCard(c Card) {
+	t := a.t
+	first := c
+	t.burn.First = &first
+	t.burn.Required = burnValue(c)
+	b := t.burn
+	a.emit(Event{Kind: EvBurnCard, Burn: &b, Card: &DealtCard{Card: c}})
+}
+
+// burnValue counts tens and faces as 10, aces as 1.
+func burnValue(c Card) int {
+	if c.Rank >= Ten {
+		return 10
+	}
+	return int(c.Rank)
+}
+
+func (a *applier) burnMaybeDone() {
+	t := a.t
+	if !t.cfg.BurnDoneByButton && t.burn.First != nil && t.burn.Burned >= t.burn.Required {
+		a.finishBurn()
+	}
+	if !t.cfg.BurnDoneByButton && t.cfg.Burn == BurnFixed && t.burn.Burned >= t.burn.Required {
+		a.finishBurn()
+	}
+}
+
+func (a *applier) finishBurn() {
+	t := a.t
+	b := t.burn
+	a.emit(Event{Kind: EvBurnDone, Burn: &b})
+	a.openBetting(1)
+}
+
+func (a *applier) openBetting(coup int) {
+	t := a.t
+	t.phase = PhaseBettingOpen
+	t.coup = coup
+	t.cards = nil
+	t.pending = -1
+	t.result = nil
+	t.final = false
+	a.emit(Event{Kind: EvBettingOpened, Phase: t.phase, Coup: coup})
+	a.restartTimer()
+	if t.Suspended() {
+		t.deadline = time.Time{}
+	}
+}
+
+func alertKindOf(dc DealtCard) AlertKind {
+	if dc.Unreadable {
+		return AlertUnreadableCard
+	}
+	return AlertImpossibleCard
+}
+
+func describe(dc DealtCard) string {
+	if dc.Unreadable {
+		return "unreadable"
+	}
+	return dc.Card.String() + ", which the shoe cannot hold (every copy already seen)"
+}
+
+// deal places a card by the tableau.
+func (a *applier) deal(dc DealtCard) {
+	t := a.t
+	pos, err := Next(t.known())
+	if err != nil || pos == Complete {
+		// Cannot happen: a complete coup moves to the result phase.
+		a.raise(AlertExtraCard, NeedsResume, fmt.Sprintf("%s drawn after coup %d was complete", cardName(dc), t.coup))
+		return
+	}
+	dc.Position = pos
+	dc.Hidden = t.cfg.Reveal == RevealButton
+	t.phase = PhaseDealing
+	t.cards = append(t.cards, dc)
+	shown := dc
+	a.emit(Event{Kind: EvCardDealt, Card: &shown, Position: pos.String(), Phase: t.phase})
+	if dc.Unreadable || dc.Impossible {
+		t.pending = len(t.cards) - 1
+		a.raise(alertKindOf(dc), NeedsCard, fmt.Sprintf("card %d of coup %d (%s) is %s", len(t.cards), t.coup, pos, describe(dc)))
+		return
+	}
+	a.maybeComplete()
+}
+
+// known is the coup's cards so far; only valid while none is pending.
+func (t *Table) known() []Card {
+	cs := make([]Card, len(t.cards))
+	for i, dc := range t.cards {
+		cs[i] = dc.Card
+	}
+	return cs
+}
+
+func (a *applier) maybeComplete() {
+	t := a.t
+	if t.pending >= 0 {
+		return
+	}
+	cs := t.known()
+	pos, err := Next(cs)
+	if err != nil || pos != Complete {
+		return
+	}
+	r, err := Score(cs)
+	if err != nil {
+		return
+	}
+	t.result = &r
+	t.phase = PhaseResult
+	rc := r
+	a.emit(Event{Kind: EvCoupResult, Result: &rc, Outcomes: t.outcomes(r), Cards: cs, Phase: t.phase})
+	a.maybeFinal()
+}
+
+// outcomes is what every spot the profile offers does on r.
+func (t *Table) outcomes(r Result) map[Bet]Outcome {
+	m := make(map[Bet]Outcome, len(t.cfg.Profile.Bets))
+	for _, b := range t.cfg.Profile.Bets {
+		m[b] = t.cfg.Profile.Pays.Outcome(b, r)
+	}
+	return m
+}
+
+// maybeFinal makes a complete, fully revealed result final: the coup is
+// recorded, and the result stands for ResultTime before the next coup.
+func (a *applier) maybeFinal() {
+	t := a.t
+	if t.result == nil || t.final {
+		return
+	}
+	for _, dc := range t.cards {
+		if dc.Hidden {
+			return
+		}
+	}
+	t.final = true
+	t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result})
+	if t.cfg.ResultTime == 0 {
+		a.nextCoup()
+		return
+	}
+	if !t.Suspended() {
+		t.deadline = a.in.At.Add(t.cfg.ResultTime)
+	}
+}
+
+func (t *Table) record(rec CoupRecord) {
+	t.coups = append(t.coups, rec)
+	t.recall = append(t.recall, rec)
+	if len(t.recall) > RecallDepth {
+		t.recall = slices.Clone(t.recall[len(t.recall)-RecallDepth:])
+	}
+}
+
+// nextCoup opens betting on the next coup, or ends the shoe after its last.
+func (a *applier) nextCoup() {
+	t := a.t
+	if t.cutSeen && t.coup >= t.lastCoup {
+		a.endShoe("the cut card's last coup is over")
+		return
+	}
+	a.openBetting(t.coup + 1)
+}
+
+func (a *applier) endShoe(reason string) {
+	t := a.t
+	t.phase = PhaseNoShoe
+	t.cards = nil
+	t.pending = -1
+	t.result = nil
+	t.final = false
+	t.deadline = time.Time{}
+	a.emit(Event{Kind: EvShoeEnded, Phase: t.phase, Reason: reason, Coup: t.coup})
+}
+
+// ---- shoe events ----
+
+func (a *applier) cut() {
+	t := a.t
+	if t.phase == PhaseNoShoe || t.cutSeen {
+		a.emit(Event{Kind: EvIgnored, Reason: "cut card with no shoe in play or already seen"})
+		return
+	}
+	t.cutSeen = true
+	// The coup in progress is the current one unless its result is final
+	// (then it is over and the next is "in progress" only once bets open).
+	inProgress := t.coup
+	if t.phase == PhaseBurn {
+		inProgress = 0
+	} else if t.phase == PhaseResult && t.final {
+		inProgress = t.coup + 1
+	}
+	t.lastCoup = inProgress
+	if t.cfg.CutCard == CutOneMore {
+		t.lastCoup++
+	}
+	if t.lastCoup < 1 {
+		t.lastCoup = 1
+	}
+	a.emit(Event{Kind: EvCutCard, LastCoup: t.lastCoup})
+}
+
+func (a *applier) button() {
+	t := a.t
+	b := a.in.Button
+	switch b {
+	case ButtonNewShoe:
+		a.startShoe("button")
+	case ButtonBurnDone:
+		if t.phase != PhaseBurn {
+			a.emit(Event{Kind: EvIgnored, Reason: "burn done outside the burn"})
+			return
+		}
+		if t.Suspended() {
+			a.emit(Event{Kind: EvIgnored, Reason: "burn done while suspended"})
+			return
+		}
+		if t.burn.Burned != t.burn.Required || t.pending >= 0 || (t.cfg.Burn == BurnFirstCard && t.burn.First == nil) {
+			msg := fmt.Sprintf("burn done after %d burned cards; %d required", t.burn.Burned, t.burn.Required)
+			a.finishBurn()
+			a.raise(AlertWrongBurn, NeedsResume, msg)
+			return
+		}
+		a.finishBurn()
+	case ButtonNoMoreBets:
+		a.closeBetting("button")
+	case ButtonReveal:
+		a.reveal()
+	default:
+		a.emit(Event{Kind: EvIgnored, Reason: fmt.Sprintf("unknown button %q", clip(b))})
+	}
+}
+
+func (a *applier) closeBetting(by string) bool {
+	t := a.t
+	if t.phase != PhaseBettingOpen {
+		a.emit(Event{Kind: EvIgnored, Reason: fmt.Sprintf("no more bets in phase %s", t.phase)})
+		return false
+	}
+	if t.Suspended() {
+		a.emit(Event{Kind: EvIgnored, Reason: "no more bets while suspended"})
+		return false
+	}
+	t.phase = PhaseBettingClosed
+	t.deadline = time.Time{}
+	a.emit(Event{Kind: EvBettingClosed, Phase: t.phase, By: by})
+	return true
+}
+
+func (a *applier) reveal() {
+	t := a.t
+	var shown []Card
+	for i := range t.cards {
+		if t.cards[i].Hidden && !t.cards[i].Unreadable {
+			t.cards[i].Hidden = false
+			shown = append(shown, t.cards[i].Card)
+		}
+	}
+	if len(shown) == 0 {
+		a.emit(Event{Kind: EvIgnored, Reason: "reveal with no hidden card"})
+		return
+	}
+	a.emit(Event{Kind: EvCardsRevealed, Cards: shown})
+	a.maybeFinal()
+}
+
+func (a *applier) startShoe(by string) {
+	t := a.t
+	if t.phase != PhaseNoShoe {
+		if len(t.cards) > 0 || t.phase == PhaseBurn || t.phase == PhaseBettingClosed {
+			a.emit(Event{Kind: EvIgnored, Reason: fmt.Sprintf("new shoe during %s of coup %d: void or finish it first", t.phase, t.coup)})
+			return
+		}
+		a.endShoe("a new shoe was loaded")
+	}
+	comp, err := NewShoe(t.cfg.Profile.Decks)
+	if err != nil {
+		a.emit(Event{Kind: EvIgnored, Reason: err.Error()})
+		return
+	}
+	t.shoe++
+	t.coup = 0
+	t.comp = comp
+	t.cutSeen, t.lastCoup = false, 0
+	t.coups = nil
+	t.cards, t.pending = nil, -1
+	t.burn = BurnState{}
+	t.phase = PhaseBurn
+	a.emit(Event{Kind: EvShoeStarted, Phase: t.phase, By: by})
+	switch t.cfg.Burn {
+	case BurnNone:
+		a.finishBurn()
+	case BurnFixed:
+		t.burn.Required = t.cfg.BurnCount
+	}
+}
+
+func (a *applier) hello() {
+	t := a.t
+	if t.midCoup() {
+		a.raise(AlertShoeRestarted, NeedsVoid, fmt.Sprintf("the shoe restarted during coup %d", t.coup))
+		return
+	}
+	a.emit(Event{Kind: EvShoeStatus, Status: "hello", Reason: a.in.Text})
+}
+
+func (a *applier) gap() {
+	t, in := a.t, a.in
+	if in.GapTo > t.lastSeq {
+		t.lastSeq = in.GapTo
+	}
+	needs := NeedsResume
+	if t.midCoup() || (t.phase == PhaseResult && !t.final) {
+		needs = NeedsVoid
+	}
+	a.raise(AlertSequenceGap, needs, fmt.Sprintf("shoe sentences %d to %d were missed: cards may have been drawn unseen", in.GapFrom, in.GapTo))
+}
+
+func (a *applier) linkChange() {
+	t, in := a.t, a.in
+	prev := t.link
+	t.link = in.Link
+	a.emit(Event{Kind: EvShoeStatus, Status: "link_" + in.Link, Reason: in.Reason})
+	switch {
+	case in.Link != LinkConnected && prev == LinkConnected && (t.midCoup() || t.phase == PhaseBurn):
+		a.raise(AlertShoeOffline, NeedsLink, fmt.Sprintf("the shoe went %s mid-coup: %s", in.Link, in.Reason))
+	}
+}
+
+func (a *applier) tick() {
+	t := a.t
+	if t.deadline.IsZero() || a.in.At.Before(t.deadline) || t.Suspended() {
+		a.emit(Event{Kind: EvIgnored, Reason: "no deadline passed"})
+		return
+	}
+	t.deadline = time.Time{}
+	switch {
+	case t.phase == PhaseBettingOpen:
+		a.closeBetting("timer")
+	case t.phase == PhaseResult && t.final:
+		a.nextCoup()
+	}
+}
+
+// ---- commands ----
+
+func (a *applier) refuse(c *Command, format string, args ...any) {
+	a.emit(Event{Kind: EvCommandRefused, Command: c.ID, Action: c.Action, By: c.By, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (a *applier) accepted(c *Command) {
+	a.emit(Event{Kind: EvCommandDone, Command: c.ID, Action: c.Action, By: c.By, Reason: c.Reason})
+}
+
+func (a *applier) command() {
+	t := a.t
+	c := a.in.Command
+	if c == nil {
+		a.emit(Event{Kind: EvIgnored, Reason: "command input without a command"})
+		return
+	}
+	switch c.Action {
+	case ActionSuspend:
+		if t.manualSuspend != "" {
+			a.refuse(c, "the table is already suspended by a supervisor")
+			return
+		}
+		reason := c.Reason
+		if reason == "" {
+			reason = "suspended by " + c.By
+		}
+		wasSuspended := t.Suspended()
+		t.manualSuspend = reason
+		a.accepted(c)
+		if !wasSuspended {
+			t.deadline = time.Time{}
+			a.emit(Event{Kind: EvSuspended, Phase: t.phase, Reason: reason, By: c.By})
+		}
+	case ActionResume:
+		a.resume(c)
+	case ActionVoid:
+		a.void(c)
+	case ActionCard:
+		a.manualCard(c)
+	case ActionShoeStart:
+		if t.phase != PhaseNoShoe {
+			a.refuse(c, "a shoe is in play (shoe %d, %s): end it first", t.shoe, t.phase)
+			return
+		}
+		a.accepted(c)
+		a.startShoe(c.By)
+	case ActionShoeEnd:
+		if t.phase == PhaseNoShoe {
+			a.refuse(c, "no shoe is in play")
+			return
+		}
+		if len(t.cards) > 0 && !t.final {
+			a.refuse(c, "coup %d has cards dealt: void it or finish it first", t.coup)
+			return
+		}
+		a.accepted(c)
+		a.endShoe("ended by " + c.By)
+	case ActionBetsClosed:
+		if c.Coup != 0 && (c.Coup != t.coup || t.phase == PhaseNoShoe || t.phase == PhaseBurn) {
+			a.refuse(c, "bets-closed for coup %d, but the coup taking bets is %d", c.Coup, t.coup)
+			return
+		}
+		if t.phase != PhaseBettingOpen {
+			a.refuse(c, "betting is not open (phase %s)", t.phase)
+			return
+		}
+		if t.Suspended() {
+			a.refuse(c, "the table is suspended")
+			return
+		}
+		a.accepted(c)
+		a.closeBetting(c.By)
+	default:
+		a.refuse(c, "unknown action %q", clip(c.Action))
+	}
+}
+
+func (a *applier) resume(c *Command) {
+	t := a.t
+	if !t.Suspended() {
+		a.refuse(c, "the table is not suspended")
+		return
+	}
+	for _, al := range t.alerts {
+		switch al.Needs {
+		case NeedsVoid:
+			a.refuse(c, "alert %d (%s) needs coup %d voided first", al.ID, al.Kind, al.Coup)
+			return
+		case NeedsCard:
+			a.refuse(c, "alert %d (%s) needs the card entered or the coup voided", al.ID, al.Kind)
+			return
+		case NeedsLink:
+			if t.link != LinkConnected {
+				a.refuse(c, "alert %d (%s): the shoe link is still %s", al.ID, al.Kind, t.link)
+				return
+			}
+		}
+	}
+	a.accepted(c)
+	t.manualSuspend = ""
+	a.resolve(c.By, func(Alert) bool { return true })
+	a.resumeIfClear(true)
+}
+
+func (a *applier) void(c *Command) {
+	t := a.t
+	if t.phase == PhaseNoShoe {
+		a.refuse(c, "no shoe is in play")
+		return
+	}
+	target := c.Coup
+	inProgress := t.coup > 0 && !t.final && t.phase != PhaseBurn
+	if target == 0 {
+		if !inProgress {
+			a.refuse(c, "no coup in progress to void (name a completed coup to void it)")
+			return
+		}
+		target = t.coup
+	}
+	wasSuspended := t.Suspended()
+	if inProgress && target == t.coup {
+		a.accepted(c)
+		cs := make([]Card, 0, len(t.cards))
+		for _, dc := range t.cards {
+			if !dc.Unreadable {
+				cs = append(cs, dc.Card)
+			}
+		}
+		t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result, Voided: true, Actions: []string{"void by " + c.By}})
+		a.emit(Event{Kind: EvCoupVoided, Coup: target, Cards: cs, By: c.By, Reason: c.Reason})
+		coup := t.coup
+		a.resolve(c.By, func(al Alert) bool {
+			if al.Needs == NeedsLink {
+				return t.link == LinkConnected
+			}
+			return al.Coup == coup || al.Needs == NeedsVoid || al.Needs == NeedsCard
+		})
+		if t.cutSeen && t.coup >= t.lastCoup {
+			a.endShoe("the cut card's last coup was voided")
+		} else {
+			a.openBetting(t.coup + 1)
+		}
+		a.resumeIfClear(wasSuspended)
+		return
+	}
+	i := slices.IndexFunc(t.coups, func(r CoupRecord) bool { return r.Coup == target })
+	if i < 0 {
+		a.refuse(c, "coup %d is not a completed coup of shoe %d", target, t.shoe)
+		return
+	}
+	if t.coups[i].Voided {
+		a.refuse(c, "coup %d is already voided", target)
+		return
+	}
+	a.accepted(c)
+	t.coups[i].Voided = true
+	t.coups[i].Actions = append(t.coups[i].Actions, "void by "+c.By)
+	for j := range t.recall {
+		if t.recall[j].Shoe == t.shoe && t.recall[j].Coup == target {
+			t.recall[j].Voided = true
+			t.recall[j].Actions = slices.Clone(t.coups[i].Actions)
+		}
+	}
+	var cs []Card
+	for _, dc := range t.coups[i].Cards {
+		cs = append(cs, dc.Card)
+	}
+	a.emit(Event{Kind: EvCoupVoided, Coup: target, Cards: cs, By: c.By, Reason: c.Reason})
+	a.resolve(c.By, func(al Alert) bool { return al.Coup == target && al.Needs != NeedsLink })
+	a.resumeIfClear(wasSuspended)
+}
+
+func (a *applier) manualCard(c *Command) {
+	t := a.t
+	if t.pending < 0 {
+		a.refuse(c, "no card is waiting for manual entry")
+		return
+	}
+	if c.Card == nil || !c.Card.Valid() {
+		a.refuse(c, "a manual entry needs a card")
+		return
+	}
+	if err := t.comp.Remove(*c.Card); err != nil {
+		a.refuse(c, "%v", err)
+		return
+	}
+	wasSuspended := t.Suspended()
+	a.accepted(c)
+	i := t.pending
+	t.pending = -1
+	dc := &t.cards[i]
+	dc.Card, dc.Unreadable, dc.Impossible, dc.Manual = *c.Card, false, false, true
+	a.resolve(c.By, func(al Alert) bool { return al.Needs == NeedsCard })
+	if t.phase == PhaseBurn {
+		t.cards = nil
+		a.exposeBurnCard(*c.Card)
+		a.resumeIfClear(wasSuspended)
+		a.burnMaybeDone()
+		return
+	}
+	shown := *dc
+	a.emit(Event{Kind: EvCardDealt, Card: &shown, Position: dc.Position.String(), Phase: t.phase})
+	a.resumeIfClear(wasSuspended)
+	a.maybeComplete()
+}
