@@ -59,6 +59,7 @@ type Input struct {
 
 	Card       *Card  `json:"card,omitempty"`       // InCard, unless Unreadable
 	Unreadable bool   `json:"unreadable,omitempty"` // InCard: the shoe could not read it
+	Burn       bool   `json:"burn,omitempty"`       // InCard: the shoe reports it burned (Bee-Tek)
 	Button     string `json:"button,omitempty"`     // InButton
 	Status     string `json:"status,omitempty"`     // InStatus code
 	Text       string `json:"text,omitempty"`       // InStatus, InHello: the shoe's words

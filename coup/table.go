@@ -343,6 +343,12 @@ func (a *applier) card() {
 		a.raise(AlertCardSuspended, needs, fmt.Sprintf("%s drawn while the table was suspended", cardName(dc)))
 		return
 	}
+	// A card the shoe itself marks as burned between coups is out of play,
+	// not dealt (Bee-Tek's manual burn).
+	if in.Burn && (t.phase == PhaseBettingOpen || (t.phase == PhaseResult && t.final)) {
+		a.emit(Event{Kind: EvBurnCard, Card: &DealtCard{Card: dc.Card, Unreadable: dc.Unreadable, Impossible: dc.Impossible, Hidden: true, ShoeSeq: dc.ShoeSeq}})
+		return
+	}
 	switch t.phase {
 	case PhaseNoShoe:
 		a.raise(AlertCardNoCoup, NeedsResume, fmt.Sprintf("%s drawn with no shoe started", cardName(dc)))

@@ -567,6 +567,20 @@ func TestNoBurnAndAutoBurn(t *testing.T) {
 	h.expect(h.btn(ButtonBurnDone), "burn_done betting_opened")
 }
 
+func TestShoeMarkedBurnBetweenCoups(t *testing.T) {
+	h := newHarness(t, nil)
+	h.open()
+	h.cards("9S,7H,KD,KC")
+	h.btn(ButtonReveal)
+	h.tick(3 * time.Second)
+	c := Card{Rank: Two, Suit: Clubs}
+	h.expect(h.shoe(Input{Kind: InCard, Card: &c, Burn: true}), "burn_card")
+	h.phase(PhaseBettingOpen, false)
+	// Mid-coup, a card is a card whatever the shoe calls it.
+	h.btn(ButtonNoMoreBets)
+	h.expect(h.shoe(Input{Kind: InCard, Card: &c, Burn: true}), "card_dealt")
+}
+
 func TestTableConfigValidate(t *testing.T) {
 	p, _ := BuiltinProfile(ProfileClassic)
 	for _, mod := range []func(*TableConfig){
