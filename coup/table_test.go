@@ -598,3 +598,31 @@ func TestTableConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestViews(t *testing.T) {
+	h := newHarness(t, nil)
+	h.open()
+	h.cards("9S,7H,KD")
+	pub, pit := h.tab.PublicView(), h.tab.PitView()
+	if len(pub.Player) != 2 || pub.Player[0].Card != nil || !pub.Player[0].Hidden || pub.PlayerPoint != 0 {
+		t.Fatalf("public view shows a hidden card: %+v", pub.Player)
+	}
+	if pit.Player[0].Card == nil || pit.Player[0].Card.String() != "9S" || pit.PlayerPoint != 9 || pit.BankerPoint != 7 {
+		t.Fatalf("pit view %+v", pit)
+	}
+	h.card("KC")
+	if h.tab.PublicView().Result != nil || h.tab.PitView().Result == nil {
+		t.Fatal("result shown to the public before the reveal, or hidden from the pit")
+	}
+	h.btn(ButtonReveal)
+	pub = h.tab.PublicView()
+	if pub.Result == nil || pub.Result.Winner != SidePlayer || pub.PlayerPoint != 9 || pub.Outcomes[BetPlayer].Kind != Win {
+		t.Fatalf("public view after reveal %+v", pub)
+	}
+	if pub.CardsDealt != 10 || pub.Remaining != 8*52-10 {
+		t.Fatalf("shoe progress %d dealt, %d left", pub.CardsDealt, pub.Remaining)
+	}
+	if pub.Alerts != nil {
+		t.Fatal("alerts on the public view")
+	}
+}

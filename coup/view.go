@@ -1,0 +1,92 @@
+package coup
+
+// ViewCard is one card of a hand on a display. A hidden card shows no
+// identity on the public view.
+type ViewCard struct {
+	Card       *Card `json:"card,omitempty"`
+	Hidden     bool  `json:"hidden,omitempty"`
+	Unreadable bool  `json:"unreadable,omitempty"`
+	Manual     bool  `json:"manual,omitempty"`
+}
+
+// View is the table as a display sees it: the public view hides cards not
+// yet revealed (and the result they make); the pit view shows every card as
+// read.
+type View struct {
+	Phase         Phase      `json:"phase"`
+	Shoe          int        `json:"shoe"`
+	Coup          int        `json:"coup"`
+	Suspended     bool       `json:"suspended"`
+	SuspendReason string     `json:"suspend_reason,omitempty"`
+	Alerts        []Alert    `json:"alerts,omitempty"`
+	Player        []ViewCard `json:"player"`
+	Banker        []ViewCard `json:"banker"`
+	// PlayerPoint and BankerPoint count the cards the view shows.
+	PlayerPoint int             `json:"player_point"`
+	BankerPoint int             `json:"banker_point"`
+	Result      *Result         `json:"result,omitempty"`
+	Outcomes    map[Bet]Outcome `json:"outcomes,omitempty"`
+	CardsDealt  int             `json:"cards_dealt"`
+	Remaining   int             `json:"cards_remaining"`
+	CutCardSeen bool            `json:"cut_card_seen"`
+	LastCoup    int             `json:"last_coup,omitempty"`
+	Link        string          `json:"shoe_link"`
+	Burn        *BurnState      `json:"burn,omitempty"`
+}
+
+// PitView shows every card as read, hidden or not.
+func (t *Table) PitView() View { return t.view(true) }
+
+// PublicView shows only revealed cards, and the result once all are.
+func (t *Table) PublicView() View { return t.view(false) }
+
+func (t *Table) view(pit bool) View {
+	v := View{
+		Phase: t.phase, Shoe: t.shoe, Coup: t.coup, Suspended: t.Suspended(), SuspendReason: t.manualSuspend,
+		Player: []ViewCard{}, Banker: []ViewCard{}, CutCardSeen: t.cutSeen, LastCoup: t.lastCoup, Link: t.link,
+	}
+	if t.phase == PhaseNoShoe || t.phase == PhaseBurn {
+		v.Coup = 0
+	}
+	if t.shoe > 0 {
+		v.Remaining = t.comp.Remaining()
+		v.CardsDealt = t.comp.Decks()*CardCount - v.Remaining
+	}
+	if pit {
+		v.Alerts = t.Alerts()
+		if t.phase == PhaseBurn {
+			b := t.burn
+			v.Burn = &b
+		}
+	} else if v.Suspended && v.SuspendReason == "" {
+		v.SuspendReason = "suspended"
+	}
+	var player, banker []Card
+	for _, dc := range t.cards {
+		vc := ViewCard{Hidden: dc.Hidden, Unreadable: dc.Unreadable, Manual: dc.Manual}
+		shown := !dc.Unreadable && (pit || !dc.Hidden)
+		if shown {
+			c := dc.Card
+			vc.Card = &c
+		}
+		switch dc.Position {
+		case PositionPlayer, PositionPlayerThird:
+			v.Player = append(v.Player, vc)
+			if shown {
+				player = append(player, dc.Card)
+			}
+		default:
+			v.Banker = append(v.Banker, vc)
+			if shown {
+				banker = append(banker, dc.Card)
+			}
+		}
+	}
+	v.PlayerPoint, v.BankerPoint = Point(player...), Point(banker...)
+	if t.result != nil && (pit || t.final) {
+		r := *t.result
+		v.Result = &r
+		v.Outcomes = t.outcomes(r)
+	}
+	return v
+}
