@@ -94,7 +94,7 @@ func (r Ratio) Float() float64 {
 type Outcome struct {
 	Kind OutcomeKind `json:"outcome"`
 	// Pays is the payout ratio of a win; zero otherwise.
-	Pays Ratio `json:"pays"`
+	Pays Ratio `json:"pays,omitzero"`
 }
 
 // PayTable is what a profile pays on each spot.

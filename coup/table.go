@@ -72,8 +72,8 @@ func DefaultTableConfig(p Profile) TableConfig {
 
 // Validate checks the configuration.
 func (c *TableConfig) Validate() error {
-	if !ValidDecks(c.Profile.Decks) {
-		return fmt.Errorf("%w: profile %s has %d", ErrDecks, c.Profile.Name, c.Profile.Decks)
+	if err := c.Profile.Validate(); err != nil {
+		return err
 	}
 	switch c.Burn {
 	case BurnFirstCard, BurnNone:

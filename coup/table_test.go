@@ -214,14 +214,18 @@ func TestMisdeals(t *testing.T) {
 		{
 			name: "card with no shoe", alert: AlertCardNoCoup, needs: NeedsResume,
 			cause: func(h *harness) []Event { return h.card("AH") },
-			clear: func(h *harness) { h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed") },
+			clear: func(h *harness) {
+				h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed")
+			},
 			after: PhaseNoShoe,
 		},
 		{
 			name: "extra card", alert: AlertExtraCard, needs: NeedsResume,
 			setup: func(h *harness) { h.open(); h.cards("9S,7H,KD,KC") },
 			cause: func(h *harness) []Event { return h.card("5D") },
-			clear: func(h *harness) { h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed") },
+			clear: func(h *harness) {
+				h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed")
+			},
 			after: PhaseResult,
 		},
 		{
@@ -249,7 +253,9 @@ func TestMisdeals(t *testing.T) {
 				h.card("QH")
 			},
 			cause: func(h *harness) []Event { return h.card("QH") },
-			clear: func(h *harness) { h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved betting_opened resumed") },
+			clear: func(h *harness) {
+				h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved betting_opened resumed")
+			},
 			after: PhaseBettingOpen,
 		},
 		{
@@ -258,14 +264,18 @@ func TestMisdeals(t *testing.T) {
 			cause: func(h *harness) []Event {
 				return h.apply(Input{Kind: InGap, GapFrom: h.seq + 1, GapTo: h.seq + 2})
 			},
-			clear: func(h *harness) { h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved betting_opened resumed") },
+			clear: func(h *harness) {
+				h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved betting_opened resumed")
+			},
 			after: PhaseBettingOpen,
 		},
 		{
 			name: "sequence gap between coups", alert: AlertSequenceGap, needs: NeedsResume,
 			setup: func(h *harness) { h.open(); h.cards("9S,7H,KD,KC"); h.btn(ButtonReveal); h.tick(3 * time.Second) },
 			cause: func(h *harness) []Event { return h.apply(Input{Kind: InGap, GapFrom: 40, GapTo: 40}) },
-			clear: func(h *harness) { h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed") },
+			clear: func(h *harness) {
+				h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed")
+			},
 			after: PhaseBettingOpen,
 		},
 		{
@@ -286,14 +296,18 @@ func TestMisdeals(t *testing.T) {
 			name: "wrong burn", alert: AlertWrongBurn, needs: NeedsResume,
 			setup: func(h *harness) { h.btn(ButtonNewShoe); h.cards("8D,2C,3C") },
 			cause: func(h *harness) []Event { return h.btn(ButtonBurnDone) },
-			clear: func(h *harness) { h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed") },
+			clear: func(h *harness) {
+				h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed")
+			},
 			after: PhaseBettingOpen,
 		},
 		{
 			name: "shoe restarted mid-coup", alert: AlertShoeRestarted, needs: NeedsVoid,
 			setup: func(h *harness) { h.open(); h.card("9S") },
 			cause: func(h *harness) []Event { return h.apply(Input{Kind: InHello, ShoeSeq: 1, Text: "shoe-7"}) },
-			clear: func(h *harness) { h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved betting_opened resumed") },
+			clear: func(h *harness) {
+				h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved betting_opened resumed")
+			},
 			after: PhaseBettingOpen,
 		},
 	}
