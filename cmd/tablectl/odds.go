@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tablectl/tablectl/coup"
+)
+
+func init() {
+	register(command{
+		name:  "odds",
+		short: "exact odds of the next coup from a shoe, fresh or partly dealt",
+		run:   runOdds,
+	})
+}
+
+// oddsJSON is the --json output. Its shape is a published interface: keep
+// it stable.
+type oddsJSON struct {
+	Decks          int                      `json:"decks"`
+	CardsRemaining int                      `json:"cards_remaining"`
+	Total          uint64                   `json:"total"`
+	Outcomes       oddsOutcomesJSON         `json:"outcomes"`
+	Bets           map[coup.Bet]oddsBetJSON `json:"bets"`
+}
+
+type oddsOutcomesJSON struct {
+	Banker uint64 `json:"banker"`
+	Player uint64 `json:"player"`
+	Tie    uint64 `json:"tie"`
+}
+
+type oddsBetJSON struct {
+	PWin float64 `json:"p_win"`
+	// EV is absent for a spot whose pay table is not configured.
+	EV *float64 `json:"ev,omitempty"`
+}
+
+func runOdds(args []string, stdout io.Writer) error {
+	fs := newFlagSet("odds")
+	decks := fs.Int("decks", 0, "decks in the shoe, 6 or 8 (default the profile's)")
+	profile := fs.String("profile", coup.ProfileClassic, "rule profile: "+strings.Join(coup.ProfileNames(), ", "))
+	dealt := fs.String("dealt", "", "cards already out of the shoe, comma-separated (e.g. KH,9S,TD)")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+
+	p, err := coup.BuiltinProfile(*profile)
+	if err != nil {
+		return fmt.Errorf("--profile: %w", err)
+	}
+	n := *decks
+	if n == 0 {
+		n = p.Decks
+	}
+	shoe, err := coup.NewShoe(n)
+	if err != nil {
+		return fmt.Errorf("--decks: %w", err)
+	}
+	cards, err := coup.ParseCards(*dealt)
+	if err != nil {
+		return fmt.Errorf("--dealt: %w", err)
+	}
+	if err := shoe.RemoveAll(cards); err != nil {
+		return fmt.Errorf("--dealt: %w", err)
+	}
+	a, err := coup.Analyze(&shoe, &p)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeOddsJSON(stdout, a)
+	}
+	return writeOddsText(stdout, a, p.Name, len(cards))
+}
+
+func writeOddsJSON(w io.Writer, a coup.Analysis) error {
+	out := oddsJSON{
+		Decks:          a.Decks,
+		CardsRemaining: a.CardsRemaining,
+		Total:          a.Total,
+		Outcomes:       oddsOutcomesJSON{Banker: a.Banker, Player: a.Player, Tie: a.Tie},
+		Bets:           make(map[coup.Bet]oddsBetJSON, len(a.Bets)),
+	}
+	for _, o := range a.Bets {
+		b := oddsBetJSON{PWin: o.PWin}
+		if o.Priced {
+			ev := o.EV
+			b.EV = &ev
+		}
+		out.Bets[o.Bet] = b
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func writeOddsText(w io.Writer, a coup.Analysis, profile string, dealt int) error {
+	total := float64(a.Total)
+	width := len("result") // names read left-aligned, numbers right-aligned
+	for _, o := range a.Bets {
+		width = max(width, len(o.Bet))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Next coup: profile %s, %d decks, %d cards left (%d dealt).\n", profile, a.Decks, a.CardsRemaining, dealt)
+	fmt.Fprintf(&b, "Counts are ordered draws of six cards: %d in all.\n\n", a.Total)
+
+	fmt.Fprintf(&b, "%-*s  %20s  %11s\n", width, "result", "ways", "probability")
+	for _, r := range []struct {
+		name string
+		n    uint64
+	}{{"banker", a.Banker}, {"player", a.Player}, {"tie", a.Tie}} {
+		fmt.Fprintf(&b, "%-*s  %20d  %11.6f\n", width, r.name, r.n, float64(r.n)/total)
+	}
+
+	fmt.Fprintf(&b, "\n%-*s  %8s  %8s  %11s  %10s\n", width, "bet", "p_win", "p_push", "ev per unit", "house edge")
+	var unpriced bool
+	for _, o := range a.Bets {
+		if !o.Priced {
+			unpriced = true
+			fmt.Fprintf(&b, "%-*s  %8.6f  %8.6f  %11s  %10s\n", width, o.Bet, o.PWin, o.PPush, "-", "-")
+			continue
+		}
+		fmt.Fprintf(&b, "%-*s  %8.6f  %8.6f  %+11.6f  %9.4f%%\n", width, o.Bet, o.PWin, o.PPush, o.EV, 100*o.HouseEdge())
+	}
+	if unpriced {
+		b.WriteString("\n-: no pay table configured for this spot, so no expected value.\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
