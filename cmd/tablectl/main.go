@@ -85,6 +85,23 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// readLimited reads a small file from outside, refusing one over max bytes.
+func readLimited(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return data, nil
+}
+
 // parseFlags parses args, mapping flag errors to errUsage and refusing
 // stray positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string) error {

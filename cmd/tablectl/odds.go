@@ -44,14 +44,15 @@ func runOdds(args []string, stdout io.Writer) error {
 	decks := fs.Int("decks", 0, "decks in the shoe, 6 or 8 (default the profile's)")
 	profile := fs.String("profile", coup.ProfileClassic, "rule profile: "+strings.Join(coup.ProfileNames(), ", "))
 	dealt := fs.String("dealt", "", "cards already out of the shoe, comma-separated (e.g. KH,9S,TD)")
+	profileFile := fs.String("profile-file", "", "a profile config (JSON: a built-in profile and overrides, e.g. the winning-number pay table); replaces --profile")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 
-	p, err := coup.BuiltinProfile(*profile)
+	p, err := loadProfile(*profile, *profileFile)
 	if err != nil {
-		return fmt.Errorf("--profile: %w", err)
+		return err
 	}
 	n := *decks
 	if n == 0 {
@@ -132,4 +133,25 @@ func writeOddsText(w io.Writer, a coup.Analysis, profile string, dealt int) erro
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// loadProfile is the built-in profile name, or the profile config file when
+// one is given.
+func loadProfile(name, file string) (coup.Profile, error) {
+	if file == "" {
+		p, err := coup.BuiltinProfile(name)
+		if err != nil {
+			return coup.Profile{}, fmt.Errorf("--profile: %w", err)
+		}
+		return p, nil
+	}
+	data, err := readLimited(file, coup.MaxProfileConfig)
+	if err != nil {
+		return coup.Profile{}, fmt.Errorf("--profile-file: %w", err)
+	}
+	p, err := coup.ParseProfile(data)
+	if err != nil {
+		return coup.Profile{}, fmt.Errorf("--profile-file %s: %w", file, err)
+	}
+	return p, nil
 }

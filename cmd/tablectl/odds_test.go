@@ -195,3 +195,31 @@ func TestOddsShortShoe(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and too few cards", code, stderr)
 	}
 }
+
+func TestOddsProfileFile(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"odds", "--profile-file", "../../coup/testdata/profiles/nc-winning-number.json", "--json"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Bets map[string]struct {
+			PWin float64  `json:"p_win"`
+			EV   *float64 `json:"ev"`
+		} `json:"bets"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	// With the pay table configured, the winning number is priced.
+	if b, ok := got.Bets["winning_number_8"]; !ok || b.EV == nil {
+		t.Fatalf("winning_number_8 not priced: %+v", got.Bets)
+	}
+	for _, bad := range []string{"testdata/nonexistent.json", "../../coup/testdata/profiles/vip.golden.json"} {
+		out.Reset()
+		errb.Reset()
+		if code := run([]string{"odds", "--profile-file", bad}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "--profile-file") {
+			t.Errorf("%s: exit %d, %q", bad, code, errb.String())
+		}
+	}
+}
