@@ -3,6 +3,7 @@ package shoeread
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // V1 sentence types. See docs/shoe-protocol.md.
@@ -37,10 +38,13 @@ func v1Checksum(body []byte) byte {
 	return x
 }
 
-// AppendV1 appends e as one v1 sentence ("$CARD,12,KH*5A\r\n") to dst. e.Seq
+// AppendV1 appends e as one v1 sentence ("$CARD,12,KH*14\r\n") to dst. e.Seq
 // must be set (v1 numbers every sentence from 1). For KindHello, Text is the
-// shoe's id. Protocol errors and gaps are the reader's, not the shoe's, and
-// cannot be encoded.
+// shoe's id (not empty, no comma). For KindStatus, Status is a code of 1 to
+// 16 of A-Z a-z 0-9 _ - and Text, optional, is free text. v1 has no burn
+// marker, so Burn is not written. Protocol errors and gaps are the reader's,
+// not the shoe's, and cannot be encoded. Whatever AppendV1 writes, V1 decodes
+// back to the same event.
 func AppendV1(dst []byte, e Event) ([]byte, error) {
 	if e.Seq == 0 {
 		return dst, fmt.Errorf("v1 %s: sequence number must be 1 or more", e.Kind)
@@ -53,6 +57,10 @@ func AppendV1(dst []byte, e Event) ([]byte, error) {
 	}
 	switch e.Kind {
 	case KindHello:
+		// The shoe id is one field: a comma would split it.
+		if e.Text == "" || strings.IndexByte(e.Text, ',') >= 0 {
+			return dst, fmt.Errorf("v1 hello: shoe id %q must be non-empty and hold no comma", e.Text)
+		}
 		field(v1Hello)
 		body = append(body, ',')
 		body = strconv.AppendInt(body, V1Version, 10)
@@ -79,6 +87,9 @@ func AppendV1(dst []byte, e Event) ([]byte, error) {
 		body = append(body, ',')
 		body = append(body, name...)
 	case KindStatus:
+		if !validStatusCode(e.Status) {
+			return dst, fmt.Errorf("v1 status: code %q must be 1 to %d of A-Z a-z 0-9 _ -", e.Status, maxStatusCode)
+		}
 		field(v1Status)
 		body = append(body, ',')
 		body = append(body, e.Status...)
@@ -107,11 +118,16 @@ func AppendV1(dst []byte, e Event) ([]byte, error) {
 
 // AppendBeetek appends e as the Bee-Tek shoe prints it: " [Game]<Card:4S> ",
 // " [Manual Burn Cards]<Card:9H> " for a burn, " [Game]<Game> " for an
-// unreadable card. Bee-Tek has no sequence numbers, buttons or heartbeats;
-// only cards can be encoded.
+// unreadable card; a status as a warning " <W0x01> " when its code is W0x
+// and hex digits and it has no text, else as an alarm " [GameAlarm]<Alarm:E3 Card Not Read> ".
+// Bee-Tek has no sequence numbers, buttons or heartbeats, so Seq is not
+// written and other kinds cannot be encoded.
 func AppendBeetek(dst []byte, e Event) ([]byte, error) {
+	if e.Kind == KindStatus {
+		return appendBeetekStatus(dst, e)
+	}
 	if e.Kind != KindCard {
-		return dst, fmt.Errorf("beetek: %s cannot be encoded (the protocol only reports cards)", e.Kind)
+		return dst, fmt.Errorf("beetek: %s cannot be encoded (the protocol reports only cards and alarms)", e.Kind)
 	}
 	section := "Game"
 	if e.Burn {
@@ -124,4 +140,33 @@ func AppendBeetek(dst []byte, e Event) ([]byte, error) {
 		return fmt.Appendf(dst, " [%s]<Card:%s> ", section, e.Card), nil
 	}
 	return dst, fmt.Errorf("beetek card: invalid card %v", e.Card)
+}
+
+// appendBeetekStatus writes a warning or an alarm. The code must be one word
+// and the whole item must fit the decoder's bound, or it would not read back.
+func appendBeetekStatus(dst []byte, e Event) ([]byte, error) {
+	if beetekWarning(e.Status) && e.Text == "" {
+		if len(e.Status) > beetekMaxItem {
+			return dst, fmt.Errorf("beetek warning: code of %d bytes exceeds %d", len(e.Status), beetekMaxItem)
+		}
+		return fmt.Appendf(dst, " <%s> ", e.Status), nil
+	}
+	item := "Alarm:" + e.Status
+	if e.Text != "" {
+		item += " " + e.Text
+	}
+	for i := 0; i < len(item); i++ {
+		if c := item[i]; !printable(c) || c == '<' || c == '>' || c == '[' || c == ']' {
+			return dst, fmt.Errorf("beetek alarm: byte %q not allowed", c)
+		}
+	}
+	switch {
+	case e.Status == "" || strings.IndexByte(e.Status, ' ') >= 0:
+		return dst, fmt.Errorf("beetek alarm: code %q must be one word", e.Status)
+	case e.Text != strings.TrimSpace(e.Text):
+		return dst, fmt.Errorf("beetek alarm %s: text %q has leading or trailing spaces", e.Status, e.Text)
+	case len(item) > beetekMaxItem:
+		return dst, fmt.Errorf("beetek alarm: item of %d bytes exceeds %d", len(item), beetekMaxItem)
+	}
+	return fmt.Appendf(dst, " [%s]<%s> ", beetekGameAlarm, item), nil
 }

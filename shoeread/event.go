@@ -4,10 +4,15 @@
 // (card drawn or unreadable, cut card, button, status, heartbeat, protocol
 // error). Drivers never block, never panic on hostile input and keep a
 // bounded amount of unfinished input; every byte run they reject is counted
-// and reported as a protocol-error event.
+// and reported as a protocol-error event. New makes a driver from its config
+// name: "v1", tablectl's own protocol (docs/shoe-protocol.md), or "beetek".
+//
+// A Reader puts a Sequencer behind a driver, so that sentences lost between
+// the shoe and the controller show up as gap events.
 package shoeread
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/tablectl/tablectl/coup"
@@ -87,6 +92,25 @@ type Event struct {
 	GapTo   uint32 `json:"gap_to,omitempty"`
 	// Raw is the sentence as received, for the audit trail (bounded).
 	Raw string `json:"raw,omitempty"`
+}
+
+// MarshalJSON writes the event with its card in notation ("card":"KH") and
+// its error as text ("err":"..."), which the plain struct tags leave out
+// because a zero Card and an error value have no JSON form of their own.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event // no methods: no recursion
+	var card, errText string
+	if e.Kind == KindCard && !e.Unreadable && e.Card.Valid() {
+		card = e.Card.String()
+	}
+	if e.Err != nil {
+		errText = e.Err.Error()
+	}
+	return json.Marshal(struct {
+		plain
+		Card string `json:"card,omitempty"`
+		Err  string `json:"err,omitempty"`
+	}{plain(e), card, errText})
 }
 
 // Guarantees are what a protocol promises, so the controller can say how far
