@@ -1,0 +1,171 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// schemaVersion is the trail's PRAGMA user_version. A change to the tables,
+// the triggers or the hash encoding is a new version.
+const schemaVersion = 1
+
+// zeroHashHex is the prev_hash of row 1.
+var zeroHashHex = Hash{}.String()
+
+// schemaTables creates the tables. STRICT makes SQLite refuse a value of
+// the wrong type even from the sqlite3 shell.
+var schemaTables = []schemaObject{
+	{"meta", `CREATE TABLE meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+) STRICT`},
+	{"events", `CREATE TABLE events (
+	seq       INTEGER PRIMARY KEY CHECK (seq >= 1),
+	at        TEXT    NOT NULL,
+	kind      TEXT    NOT NULL,
+	shoe      INTEGER NOT NULL,
+	coup      INTEGER NOT NULL,
+	body      TEXT    NOT NULL,
+	prev_hash TEXT    NOT NULL,
+	hash      TEXT    NOT NULL
+) STRICT`},
+	{"events_shoe_coup", `CREATE INDEX events_shoe_coup ON events (shoe, coup)`},
+	{"checkpoints", `CREATE TABLE checkpoints (
+	seq       INTEGER PRIMARY KEY CHECK (seq >= 1),
+	head_hash TEXT NOT NULL,
+	signed_at TEXT NOT NULL,
+	key_id    TEXT NOT NULL,
+	signature TEXT NOT NULL
+) STRICT`},
+}
+
+// schemaObject is a table or index: its name in sqlite_schema and the
+// statement that creates it.
+type schemaObject struct{ name, sql string }
+
+// schemaTriggers are the append-only rules, by name; Verify reports any
+// that is missing or differs from this text. The INSERT triggers matter as
+// much as the UPDATE and DELETE ones: INSERT OR REPLACE deletes the row it
+// replaces without firing a DELETE trigger.
+var schemaTriggers = map[string]string{
+	"events_append_only": `CREATE TRIGGER events_append_only BEFORE INSERT ON events
+WHEN NEW.seq IS NOT coalesce((SELECT max(seq) FROM events), 0) + 1
+  OR NEW.prev_hash IS NOT coalesce((SELECT hash FROM events WHERE seq = NEW.seq - 1), '` + zeroHashHex + `')
+BEGIN SELECT RAISE(ABORT, 'audit: an event must take the next seq and link to the previous hash'); END`,
+	"events_no_update": `CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'audit: events are append-only: UPDATE refused'); END`,
+	"events_no_delete": `CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'audit: events are append-only: DELETE refused'); END`,
+	"checkpoints_at_event": `CREATE TRIGGER checkpoints_at_event BEFORE INSERT ON checkpoints
+WHEN NEW.head_hash IS NOT (SELECT hash FROM events WHERE seq = NEW.seq)
+  OR EXISTS (SELECT 1 FROM checkpoints WHERE seq = NEW.seq)
+BEGIN SELECT RAISE(ABORT, 'audit: a checkpoint must name an existing row and its hash, once'); END`,
+	"checkpoints_no_update": `CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'audit: checkpoints are append-only: UPDATE refused'); END`,
+	"checkpoints_no_delete": `CREATE TRIGGER checkpoints_no_delete BEFORE DELETE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'audit: checkpoints are append-only: DELETE refused'); END`,
+	"meta_insert_once": `CREATE TRIGGER meta_insert_once BEFORE INSERT ON meta
+WHEN EXISTS (SELECT 1 FROM meta WHERE key = NEW.key)
+BEGIN SELECT RAISE(ABORT, 'audit: meta is append-only: key exists'); END`,
+	"meta_no_update": `CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta
+BEGIN SELECT RAISE(ABORT, 'audit: meta is append-only: UPDATE refused'); END`,
+	"meta_no_delete": `CREATE TRIGGER meta_no_delete BEFORE DELETE ON meta
+BEGIN SELECT RAISE(ABORT, 'audit: meta is append-only: DELETE refused'); END`,
+}
+
+// metaTable is the meta key holding the table id.
+const metaTable = "table"
+
+// normSQL collapses runs of white space so that a trigger is compared by
+// its text, not its layout.
+func normSQL(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// createSchema lays down a new trail inside tx.
+func createSchema(ctx context.Context, tx *sql.Tx, table string) error {
+	for _, o := range schemaTables {
+		if _, err := tx.ExecContext(ctx, o.sql); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	for _, name := range sortedKeys(schemaTriggers) {
+		if _, err := tx.ExecContext(ctx, schemaTriggers[name]); err != nil {
+			return fmt.Errorf("create trigger %s: %w", name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)`, metaTable, table); err != nil {
+		return fmt.Errorf("record table id: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	return nil
+}
+
+// queryer is what *sql.DB, *sql.Conn and *sql.Tx share.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// schemaState reports the trail's user_version and whether it has any
+// table at all (a new, empty file has none).
+func schemaState(ctx context.Context, q queryer) (version int, empty bool, err error) {
+	if err := q.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return 0, false, fmt.Errorf("read schema version: %w", err)
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+		return 0, false, fmt.Errorf("read schema: %w", err)
+	}
+	return version, n == 0, nil
+}
+
+// checkSchema confirms an existing file is a trail this code can read.
+func checkSchema(ctx context.Context, q queryer) error {
+	v, empty, err := schemaState(ctx, q)
+	if err != nil {
+		return err
+	}
+	switch {
+	case empty:
+		return fmt.Errorf("not an audit trail: the database is empty")
+	case v == 0:
+		return fmt.Errorf("not an audit trail: schema version 0 and tables of something else")
+	case v != schemaVersion:
+		return fmt.Errorf("audit trail schema version %d, this build reads %d", v, schemaVersion)
+	}
+	return nil
+}
+
+// readTableID returns the table id recorded at creation.
+func readTableID(ctx context.Context, q queryer) (string, error) {
+	var id string
+	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, metaTable).Scan(&id)
+	if err == sql.ErrNoRows {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read table id: %w", err)
+	}
+	return id, nil
+}
+
+// dbHead reads the last row's seq and hash.
+func dbHead(ctx context.Context, q queryer) (Head, error) {
+	var seq int64
+	var hash string
+	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	if err == sql.ErrNoRows {
+		return Head{}, nil
+	}
+	if err != nil {
+		return Head{}, fmt.Errorf("read head: %w", err)
+	}
+	h, err := ParseHash(hash)
+	if err != nil {
+		return Head{}, fmt.Errorf("head row %d: %w", seq, err)
+	}
+	return Head{Seq: seq, Hash: h}, nil
+}

@@ -1,0 +1,554 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Table is the table id (0 to 64 bytes of A-Z a-z 0-9 _ . -). It is
+	// recorded when the trail is created and named in every checkpoint;
+	// opening a trail of another table is refused. Empty takes the id
+	// recorded in an existing trail.
+	Table string
+	// Clock stamps rows and checkpoints; nil is the system clock.
+	Clock Clock
+	// Key signs checkpoints; nil writes none.
+	Key ed25519.PrivateKey
+	// CheckpointEvery makes Append sign a checkpoint, in the same
+	// transaction, whenever this many events have been appended since the
+	// last one; 0 signs only on Checkpoint and Close.
+	CheckpointEvery int64
+	// BusyTimeout is how long a statement waits for a lock held by a reader
+	// before failing; 0 is 5 seconds.
+	BusyTimeout time.Duration
+	// Logger receives warnings; nil is slog.Default.
+	Logger *slog.Logger
+
+	// readOnly opens the SQLite connection read-only (mode=ro). Tests use it
+	// to reach SQLITE_READONLY as root, whom file modes do not stop.
+	readOnly bool
+}
+
+// Store is the trail's single writer. Its methods are safe for concurrent
+// use: appends are serialised by a mutex and go through one SQLite
+// connection, while reads use a separate pool of read-only connections that
+// WAL lets run beside the writer. A lock file (path + "-lock", flock) keeps a
+// second process from writing the same trail.
+type Store struct {
+	path  string
+	table string
+	clock Clock
+	key   ed25519.PrivateKey
+	every int64
+	log   *slog.Logger
+
+	w    *sql.DB // MaxOpenConns 1: the only writer
+	r    *Reader
+	lock *os.File
+
+	insEvent, insCheckpoint *sql.Stmt
+
+	mu     sync.Mutex // serialises writes; guards the fields below
+	head   Head       // last committed row
+	lastCP int64      // seq of the last checkpoint, 0 if none
+	closed bool
+}
+
+// Open opens the trail at path for writing, creating it if it does not
+// exist, and checks that WAL and synchronous=FULL are in force. If the file
+// cannot be written (read-only file or directory, disk full at creation),
+// the error wraps ErrWriteFailed; the trail can still be read with
+// OpenReader. Open does not verify the chain: call Verify first, as the
+// controller does on start.
+func Open(ctx context.Context, path string, opt Options) (*Store, error) {
+	if err := checkTableID(opt.Table); err != nil {
+		return nil, err
+	}
+	if opt.Key != nil && len(opt.Key) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("checkpoint key: %d bytes, want an Ed25519 private key of %d", len(opt.Key), ed25519.PrivateKeySize)
+	}
+	if opt.CheckpointEvery < 0 {
+		return nil, fmt.Errorf("checkpoint interval %d: want 0 or more", opt.CheckpointEvery)
+	}
+	s := &Store{
+		path:  path,
+		clock: opt.Clock,
+		key:   opt.Key,
+		every: opt.CheckpointEvery,
+		log:   opt.Logger,
+	}
+	if s.clock == nil {
+		s.clock = SystemClock{}
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	busy := opt.BusyTimeout
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
+	lock, err := lockFile(path + "-lock")
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
+	if err := s.open(ctx, opt, busy); err != nil {
+		s.closeAll()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context, opt Options, busy time.Duration) error {
+	params := url.Values{
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"FULL"},
+		"_busy_timeout": {strconv.FormatInt(busy.Milliseconds(), 10)},
+		"_txlock":       {"immediate"},
+	}
+	if opt.readOnly {
+		params.Set("mode", "ro")
+	}
+	dsn, err := sqliteDSN(s.path, params)
+	if err != nil {
+		return err
+	}
+	s.w, err = sql.Open("sqlite3", dsn)
+	if err != nil {
+		return fmt.Errorf("open audit trail %s: %w", s.path, err)
+	}
+	// One connection: SQLite has one writer anyway, and per-connection
+	// pragmas (WAL, synchronous) then hold for every write.
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	if err := s.w.PingContext(ctx); err != nil {
+		return openErr(s.path, err)
+	}
+	if err := checkPragmas(ctx, s.w); err != nil {
+		return fmt.Errorf("audit trail %s: %w", s.path, err)
+	}
+
+	v, empty, err := schemaState(ctx, s.w)
+	if err != nil {
+		return openErr(s.path, err)
+	}
+	if empty && v == 0 {
+		if err := s.create(ctx, opt.Table); err != nil {
+			return err
+		}
+	} else if err := checkSchema(ctx, s.w); err != nil {
+		return fmt.Errorf("audit trail %s: %w", s.path, err)
+	}
+	table, err := readTableID(ctx, s.w)
+	if err != nil {
+		return fmt.Errorf("audit trail %s: %w", s.path, err)
+	}
+	if opt.Table != "" && opt.Table != table {
+		return fmt.Errorf("audit trail %s belongs to table %q, not %q", s.path, table, opt.Table)
+	}
+	s.table = table
+
+	// Probe for write access now, so a read-only trail is reported at
+	// start rather than on the first card.
+	if _, err := s.w.ExecContext(ctx, `BEGIN IMMEDIATE; INSERT INTO meta (key, value) SELECT 'probe', '' WHERE 0; ROLLBACK`); err != nil {
+		s.w.ExecContext(context.Background(), `ROLLBACK`)
+		return &WriteError{Op: "open", Err: err}
+	}
+
+	if s.head, err = dbHead(ctx, s.w); err != nil {
+		return fmt.Errorf("audit trail %s: %w", s.path, err)
+	}
+	var last sql.NullInt64
+	if err := s.w.QueryRowContext(ctx, `SELECT max(seq) FROM checkpoints`).Scan(&last); err != nil {
+		return fmt.Errorf("audit trail %s: read last checkpoint: %w", s.path, err)
+	}
+	s.lastCP = last.Int64
+
+	if s.insEvent, err = s.w.PrepareContext(ctx, `INSERT INTO events (seq, at, kind, shoe, coup, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		return fmt.Errorf("audit trail %s: %w", s.path, err)
+	}
+	if s.insCheckpoint, err = s.w.PrepareContext(ctx, `INSERT INTO checkpoints (seq, head_hash, signed_at, key_id, signature) VALUES (?, ?, ?, ?, ?)`); err != nil {
+		return fmt.Errorf("audit trail %s: %w", s.path, err)
+	}
+	if s.r, err = OpenReader(ctx, s.path); err != nil {
+		return err
+	}
+	return nil
+}
+
+// openErr classifies a failure to open or read the file: storage failures
+// are write failures (the controller cannot record), others are not.
+func openErr(path string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrFull, sqlite3.ErrReadonly, sqlite3.ErrIoErr, sqlite3.ErrCantOpen:
+			return &WriteError{Op: "open", Err: fmt.Errorf("%s: %w", path, err)}
+		}
+	}
+	return fmt.Errorf("open audit trail %s: %w", path, err)
+}
+
+func (s *Store) create(ctx context.Context, table string) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return &WriteError{Op: "create", Err: err}
+	}
+	defer tx.Rollback()
+	if err := createSchema(ctx, tx, table); err != nil {
+		return &WriteError{Op: "create", Err: err}
+	}
+	if err := tx.Commit(); err != nil {
+		return &WriteError{Op: "create", Err: err}
+	}
+	s.log.Info("audit trail created", "path", s.path, "table", table)
+	return nil
+}
+
+// checkPragmas confirms that the DSN's journal mode and synchronous level
+// took effect: SQLite silently keeps another journal mode on some
+// filesystems, and a trail that is not fsynced on commit is not durable.
+func checkPragmas(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("read journal_mode: %w", err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("journal_mode is %q, want wal", mode)
+	}
+	var sync int
+	if err := db.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+		return fmt.Errorf("read synchronous: %w", err)
+	}
+	if sync != 2 {
+		return fmt.Errorf("synchronous is %d, want 2 (FULL)", sync)
+	}
+	return nil
+}
+
+// sqliteDSN builds a file: URI for path, escaping what SQLite would read as
+// URI syntax.
+func sqliteDSN(path string, params url.Values) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("audit trail path %q: %w", path, err)
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: params.Encode()}
+	return u.String(), nil
+}
+
+// Path returns the trail's file name.
+func (s *Store) Path() string { return s.path }
+
+// Table returns the table id recorded in the trail.
+func (s *Store) Table() string { return s.table }
+
+// Head returns the last committed row's seq and hash.
+func (s *Store) Head() Head {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.head
+}
+
+// Append commits e as the next row and returns it once it is durable (the
+// transaction is committed and fsynced). If a checkpoint fell due it is
+// signed and committed in the same transaction and returned in
+// Record.Checkpoint.
+//
+// A storage failure returns an error wrapping ErrWriteFailed (and
+// ErrDiskFull, ErrReadOnly or ErrIO when the cause is known); nothing was
+// committed and the head did not move, so the next Append that succeeds
+// takes the next seq with no gap. ctx is only checked before the write
+// starts: once begun, a write runs to commit or failure, so that a
+// cancelled caller never leaves it unknown whether a card was recorded.
+func (s *Store) Append(ctx context.Context, e Event) (Record, error) {
+	recs, err := s.AppendBatch(ctx, []Event{e})
+	if err != nil {
+		return Record{}, err
+	}
+	return recs[0], nil
+}
+
+// AppendBatch commits events as consecutive rows in one transaction: all
+// of them or none. At most one checkpoint is signed, after the last row.
+func (s *Store) AppendBatch(ctx context.Context, events []Event) ([]Record, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	bodies := make([][]byte, len(events))
+	for i, e := range events {
+		var err error
+		if bodies[i], err = prepare(e); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("audit append: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	recs, cp, err := s.commit(events, bodies)
+	if err != nil {
+		return nil, err
+	}
+	s.head = Head{Seq: recs[len(recs)-1].Seq, Hash: recs[len(recs)-1].Hash}
+	if cp != nil {
+		s.lastCP = cp.Seq
+		recs[len(recs)-1].Checkpoint = cp
+	}
+	return recs, nil
+}
+
+// prepare validates e and returns its canonical body.
+func prepare(e Event) ([]byte, error) {
+	if err := checkKind(e.Kind); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	if e.Shoe < 0 || e.Coup < 0 {
+		return nil, fmt.Errorf("%w: %s: shoe %d, coup %d: ids must be 0 or more", ErrInvalidEvent, e.Kind, e.Shoe, e.Coup)
+	}
+	body, err := CanonicalJSON(e.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s body: %w", ErrInvalidEvent, e.Kind, err)
+	}
+	if len(body) > MaxBodyBytes {
+		return nil, fmt.Errorf("%w: %s body: %d bytes, more than %d", ErrInvalidEvent, e.Kind, len(body), MaxBodyBytes)
+	}
+	return body, nil
+}
+
+// commit writes the rows (and a checkpoint if due) in one transaction. The
+// caller holds s.mu.
+func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Checkpoint, err error) {
+	// Not the caller's ctx: see Append.
+	ctx := context.Background()
+	seq := s.head.Seq + 1
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, &WriteError{Op: "begin", Seq: seq, Err: err}
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback() // SQLite may have rolled back already; that error says nothing new
+		}
+	}()
+	head, err := dbHead(ctx, tx)
+	if err != nil {
+		return nil, nil, &WriteError{Op: "read head", Seq: seq, Err: err}
+	}
+	if head != s.head {
+		// A commit that reported failure may still have reached the file
+		// (an I/O error after the WAL frame was written). The file is the
+		// truth; the caller will see the row when it reads the trail.
+		s.log.Warn("audit trail head differs from the last acknowledged append; continuing from the file",
+			"path", s.path, "file_seq", head.Seq, "acknowledged_seq", s.head.Seq)
+	}
+	insEvent := tx.StmtContext(ctx, s.insEvent)
+	recs = make([]Record, len(events))
+	for i, e := range events {
+		now := s.clock.Now()
+		at := formatTime(now)
+		r := Record{
+			Seq: head.Seq + 1, Kind: e.Kind, Shoe: e.Shoe, Coup: e.Coup,
+			Body: bodies[i], PrevHash: head.Hash,
+		}
+		r.At, _ = parseTime(at) // drop the monotonic reading and zone, as a reader would see it
+		r.Hash = rowHash(r.Seq, at, r.Kind, r.Shoe, r.Coup, r.Body, r.PrevHash)
+		if _, err := insEvent.ExecContext(ctx, r.Seq, at, r.Kind, r.Shoe, r.Coup, string(r.Body), r.PrevHash.String(), r.Hash.String()); err != nil {
+			return nil, nil, &WriteError{Op: "insert", Seq: r.Seq, Err: err}
+		}
+		recs[i] = r
+		head = Head{Seq: r.Seq, Hash: r.Hash}
+	}
+	if s.key != nil && s.every > 0 && head.Seq-s.lastCP >= s.every {
+		c := signCheckpoint(s.key, s.table, head, s.clock.Now())
+		if err := s.insertCheckpoint(ctx, tx, c); err != nil {
+			return nil, nil, err
+		}
+		cp = &c
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, nil, &WriteError{Op: "commit", Seq: recs[0].Seq, Err: err}
+	}
+	return recs, cp, nil
+}
+
+func (s *Store) insertCheckpoint(ctx context.Context, tx *sql.Tx, c Checkpoint) error {
+	_, err := tx.StmtContext(ctx, s.insCheckpoint).ExecContext(ctx,
+		c.Seq, c.HeadHash.String(), formatTime(c.SignedAt), c.KeyID, fmt.Sprintf("%x", c.Signature))
+	if err != nil {
+		return &WriteError{Op: "checkpoint", Seq: c.Seq, Err: err}
+	}
+	return nil
+}
+
+// Checkpoint signs and stores a checkpoint of the current head, unless the
+// head already has one, which it returns. It fails with ErrNoKey when the
+// store has no key and ErrEmptyTrail before the first row.
+func (s *Store) Checkpoint(ctx context.Context) (Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return Checkpoint{}, fmt.Errorf("audit checkpoint: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Checkpoint{}, ErrClosed
+	}
+	return s.checkpointLocked()
+}
+
+func (s *Store) checkpointLocked() (Checkpoint, error) {
+	ctx := context.Background() // see Append
+	if s.key == nil {
+		return Checkpoint{}, ErrNoKey
+	}
+	if s.head.Seq == 0 {
+		return Checkpoint{}, ErrEmptyTrail
+	}
+	if s.lastCP == s.head.Seq {
+		c, ok, err := s.r.LastCheckpoint(ctx)
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		if ok && c.Seq == s.head.Seq {
+			return c, nil
+		}
+	}
+	c := signCheckpoint(s.key, s.table, s.head, s.clock.Now())
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return Checkpoint{}, &WriteError{Op: "begin", Seq: c.Seq, Err: err}
+	}
+	if err := s.insertCheckpoint(ctx, tx, c); err != nil {
+		tx.Rollback()
+		return Checkpoint{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Checkpoint{}, &WriteError{Op: "commit checkpoint", Seq: c.Seq, Err: err}
+	}
+	s.lastCP = c.Seq
+	return c, nil
+}
+
+// LastCheckpoint returns the newest stored checkpoint; ok is false if there
+// is none.
+func (s *Store) LastCheckpoint(ctx context.Context) (c Checkpoint, ok bool, err error) {
+	return s.r.LastCheckpoint(ctx)
+}
+
+// Events streams committed rows; see Reader.Events.
+func (s *Store) Events(ctx context.Context, q Query) iter.Seq2[Record, error] {
+	return s.r.Events(ctx, q)
+}
+
+// Export writes rows as JSON lines; see Reader.Export.
+func (s *Store) Export(ctx context.Context, w io.Writer, q Query) (int64, error) {
+	return s.r.Export(ctx, w, q)
+}
+
+// Close signs a final checkpoint of the head if the store has a key and the
+// head has none yet, then closes the file and releases the writer lock.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	var errs []error
+	if s.key != nil && s.head.Seq > s.lastCP {
+		if _, err := s.checkpointLocked(); err != nil {
+			errs = append(errs, fmt.Errorf("final checkpoint: %w", err))
+		}
+	}
+	errs = append(errs, s.closeAll())
+	return errors.Join(errs...)
+}
+
+func (s *Store) closeAll() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.insEvent, s.insCheckpoint} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	if s.lock != nil {
+		errs = append(errs, unlockFile(s.lock))
+	}
+	return errors.Join(errs...)
+}
+
+// WriteError is a failure to write the trail. It matches ErrWriteFailed
+// with errors.Is, and ErrDiskFull, ErrReadOnly or ErrIO when SQLite said
+// which; Unwrap gives the driver's error.
+type WriteError struct {
+	Op  string // what was being done: "insert", "commit", "open"...
+	Seq int64  // the seq being written, 0 if none
+	Err error
+}
+
+func (e *WriteError) Error() string {
+	msg := ErrWriteFailed.Error()
+	if c := e.cause(); c != nil {
+		msg += " (" + c.Error() + ")"
+	}
+	if e.Seq > 0 {
+		return fmt.Sprintf("%s: %s seq %d: %v", msg, e.Op, e.Seq, e.Err)
+	}
+	return fmt.Sprintf("%s: %s: %v", msg, e.Op, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// Is matches ErrWriteFailed and the cause sentinel.
+func (e *WriteError) Is(target error) bool {
+	return target == ErrWriteFailed || (target != nil && target == e.cause())
+}
+
+func (e *WriteError) cause() error {
+	var se sqlite3.Error
+	if !errors.As(e.Err, &se) {
+		return nil
+	}
+	switch se.Code {
+	case sqlite3.ErrFull: // max_page_count reached, or ENOSPC from the VFS
+		return ErrDiskFull
+	case sqlite3.ErrReadonly:
+		return ErrReadOnly
+	case sqlite3.ErrIoErr:
+		return ErrIO
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,335 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// FindingKind says what Verify found wrong.
+type FindingKind string
+
+// The findings Verify reports. Seq names the row (or checkpoint) concerned;
+// it is 0 for schema findings.
+const (
+	// FindingEdited: a row's stored hash is not the hash of its fields:
+	// the row was changed after it was written.
+	FindingEdited FindingKind = "edited"
+	// FindingBrokenLink: a row's prev_hash is not the previous row's hash:
+	// a row before it was replaced along with its hash, or rows were spliced.
+	FindingBrokenLink FindingKind = "broken_link"
+	// FindingGap: rows are missing (deleted); Seq is the first missing one.
+	FindingGap FindingKind = "gap"
+	// FindingTruncated: a checkpoint names a seq beyond the trail's head:
+	// rows were cut off the end.
+	FindingTruncated FindingKind = "truncated"
+	// FindingCheckpointMismatch: the row a checkpoint names is missing or
+	// has another hash: the chain was rewritten behind the checkpoint.
+	FindingCheckpointMismatch FindingKind = "checkpoint_mismatch"
+	// FindingBadSignature: a checkpoint's signature does not verify.
+	FindingBadSignature FindingKind = "bad_signature"
+	// FindingUnknownKey: a checkpoint is signed by a key not among those
+	// given, so it cannot be trusted.
+	FindingUnknownKey FindingKind = "unknown_key"
+	// FindingWrongTable: an external checkpoint is of another table.
+	FindingWrongTable FindingKind = "wrong_table"
+	// FindingMissingTrigger: an append-only trigger was dropped.
+	FindingMissingTrigger FindingKind = "missing_trigger"
+	// FindingAlteredTrigger: a trigger differs from the one the store
+	// creates, or an unknown trigger was added.
+	FindingAlteredTrigger FindingKind = "altered_trigger"
+	// FindingAlteredSchema: a table or index is missing or differs.
+	FindingAlteredSchema FindingKind = "altered_schema"
+	// FindingMalformed: a stored value cannot be decoded (wrong type, a
+	// hash that is not 64 hex digits, a time not in stored form).
+	FindingMalformed FindingKind = "malformed"
+)
+
+// Finding is one problem Verify found.
+type Finding struct {
+	Kind   FindingKind `json:"kind"`
+	Seq    int64       `json:"seq"`
+	Detail string      `json:"detail"`
+}
+
+func (f Finding) String() string {
+	if f.Seq == 0 {
+		return fmt.Sprintf("%s: %s", f.Kind, f.Detail)
+	}
+	return fmt.Sprintf("seq %d: %s: %s", f.Seq, f.Kind, f.Detail)
+}
+
+// VerifyOptions are the outside evidence Verify checks the trail against.
+type VerifyOptions struct {
+	// Checkpoints are copies held elsewhere (see ReadCheckpointFile). Each
+	// is checked like a stored one, and catches truncation and rewriting
+	// that also removed the stored checkpoints.
+	Checkpoints []Checkpoint
+	// PublicKeys verify checkpoint signatures, matched by key id. With
+	// none, signatures are not checked and Report.SignaturesChecked is
+	// false.
+	PublicKeys []ed25519.PublicKey
+	// MaxFindings caps the findings listed (the rest are counted in
+	// Report.Omitted); 0 is 1000.
+	MaxFindings int
+}
+
+// Report is what Verify found.
+type Report struct {
+	Path  string `json:"path"`
+	Table string `json:"table"`
+	// Events is the number of rows read; Head the last one.
+	Events int64 `json:"events"`
+	Head   Head  `json:"head"`
+	// Checkpoints is the number of checkpoints checked, stored and external.
+	Checkpoints       int       `json:"checkpoints"`
+	SignaturesChecked bool      `json:"signatures_checked"`
+	Findings          []Finding `json:"findings"`
+	// Omitted counts findings past VerifyOptions.MaxFindings.
+	Omitted int64 `json:"omitted,omitempty"`
+}
+
+// OK reports whether the trail is clean.
+func (r *Report) OK() bool { return len(r.Findings) == 0 && r.Omitted == 0 }
+
+func (r *Report) add(limit int, f Finding) {
+	if len(r.Findings) >= limit {
+		r.Omitted++
+		return
+	}
+	r.Findings = append(r.Findings, f)
+}
+
+// WriteText writes the report for a person: one line per finding, then a
+// summary line.
+func (r *Report) WriteText(w io.Writer) error {
+	for _, f := range r.Findings {
+		if _, err := fmt.Fprintln(w, f); err != nil {
+			return err
+		}
+	}
+	if r.Omitted > 0 {
+		fmt.Fprintf(w, "... and %d more findings\n", r.Omitted)
+	}
+	verdict := "OK"
+	if !r.OK() {
+		verdict = fmt.Sprintf("TAMPERED: %d findings", int64(len(r.Findings))+r.Omitted)
+	}
+	sigs := "signatures verified"
+	if !r.SignaturesChecked {
+		sigs = "signatures NOT checked (no public key)"
+	}
+	_, err := fmt.Fprintf(w, "%s: %s table %q, %d events, head seq %d hash %s, %d checkpoints, %s\n",
+		verdict, r.Path, r.Table, r.Events, r.Head.Seq, r.Head.Hash, r.Checkpoints, sigs)
+	return err
+}
+
+// WriteJSON writes the report as one JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
+	out := *r
+	if out.Findings == nil {
+		out.Findings = []Finding{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// Verify opens the trail at path read-only and checks it; see
+// Reader.Verify.
+func Verify(ctx context.Context, path string, opt VerifyOptions) (*Report, error) {
+	r, err := OpenReader(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Verify(ctx, opt)
+}
+
+// Verify checks the whole trail from one consistent snapshot, streaming the
+// rows: every row's hash, every link, the sequence, every stored and given
+// checkpoint (signature, and the row it names), and the schema and
+// triggers. Problems are findings in the report; an error means the check
+// could not be done (the file is unreadable, or not a trail).
+//
+// Without external checkpoints, cutting rows off the end and deleting the
+// stored checkpoints past the cut leaves a shorter trail that verifies:
+// only a checkpoint held elsewhere catches that.
+func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error) {
+	limit := opt.MaxFindings
+	if limit <= 0 {
+		limit = 1000
+	}
+	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(opt.PublicKeys) > 0}
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	}
+	defer tx.Rollback()
+
+	if err := checkSchemaObjects(ctx, tx, func(f Finding) { rep.add(limit, f) }); err != nil {
+		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	}
+
+	stored, bad, err := readCheckpoints(ctx, tx, r.table)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	}
+	for _, f := range bad {
+		rep.add(limit, f)
+	}
+	type claim struct {
+		Checkpoint
+		source string
+	}
+	var claims []claim
+	for _, c := range stored {
+		claims = append(claims, claim{c, "stored checkpoint"})
+	}
+	for _, c := range opt.Checkpoints {
+		claims = append(claims, claim{c, "external checkpoint"})
+	}
+	// The hash of every row a checkpoint names, filled in while streaming.
+	atSeq := make(map[int64]*Hash, len(claims))
+	for _, c := range claims {
+		atSeq[c.Seq] = nil
+	}
+
+	rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: read events: %w", r.path, err)
+	}
+	defer rows.Close()
+	prev := Head{}
+	var vSeq, vAt, vKind, vShoe, vCoup, vBody, vPrev, vHash any
+	for rows.Next() {
+		if err := rows.Scan(&vSeq, &vAt, &vKind, &vShoe, &vCoup, &vBody, &vPrev, &vHash); err != nil {
+			return nil, fmt.Errorf("verify %s: read row after seq %d: %w", r.path, prev.Seq, err)
+		}
+		rep.Events++
+		seq, ok := vSeq.(int64)
+		if !ok {
+			// Cannot happen with an INTEGER PRIMARY KEY; kept so hostile
+			// files never panic the checker.
+			rep.add(limit, Finding{FindingMalformed, prev.Seq + 1, fmt.Sprintf("row after seq %d has seq %v", prev.Seq, vSeq)})
+			continue
+		}
+		link := true
+		if seq != prev.Seq+1 {
+			rep.add(limit, Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
+			link = false // the predecessor is gone: its link cannot be checked
+		}
+		shoe, ok1 := vShoe.(int64)
+		coup, ok2 := vCoup.(int64)
+		prevHash, errPrev := ParseHash(asText(vPrev))
+		hash, errHash := ParseHash(asText(vHash))
+		switch {
+		case !ok1 || !ok2:
+			rep.add(limit, Finding{FindingMalformed, seq, fmt.Sprintf("shoe %v, coup %v: not integers", vShoe, vCoup)})
+		case errPrev != nil:
+			rep.add(limit, Finding{FindingMalformed, seq, "prev_hash: " + errPrev.Error()})
+		case errHash != nil:
+			rep.add(limit, Finding{FindingMalformed, seq, "hash: " + errHash.Error()})
+		default:
+			body := vBody
+			if b, ok := body.([]byte); ok {
+				body = string(b)
+			}
+			want := rowHash(seq, asText(vAt), asText(vKind), shoe, coup, []byte(asText(body)), prevHash)
+			if want != hash {
+				rep.add(limit, Finding{FindingEdited, seq, fmt.Sprintf("stored hash %s, fields hash to %s", hash, want)})
+			}
+			if link && prevHash != prev.Hash {
+				rep.add(limit, Finding{FindingBrokenLink, seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", prevHash, prev.Seq, prev.Hash)})
+			}
+		}
+		if _, ok := atSeq[seq]; ok {
+			h := hash
+			atSeq[seq] = &h
+		}
+		prev = Head{Seq: seq, Hash: hash}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("verify %s: read events after seq %d: %w", r.path, prev.Seq, err)
+	}
+	rep.Head = prev
+
+	keys := make(map[string]ed25519.PublicKey, len(opt.PublicKeys))
+	for _, k := range opt.PublicKeys {
+		keys[KeyID(k)] = k
+	}
+	slices.SortStableFunc(claims, func(a, b claim) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, c := range claims {
+		rep.Checkpoints++
+		if c.Table != r.table {
+			rep.add(limit, Finding{FindingWrongTable, c.Seq, fmt.Sprintf("%s is of table %q, the trail of %q", c.source, c.Table, r.table)})
+			continue
+		}
+		if len(keys) > 0 {
+			if k, ok := keys[c.KeyID]; !ok {
+				rep.add(limit, Finding{FindingUnknownKey, c.Seq, fmt.Sprintf("%s signed by key %s, which is not among the keys given", c.source, c.KeyID)})
+			} else if err := c.VerifySignature(k); err != nil {
+				rep.add(limit, Finding{FindingBadSignature, c.Seq, fmt.Sprintf("%s: %v", c.source, err)})
+			}
+		}
+		switch h := atSeq[c.Seq]; {
+		case c.Seq > rep.Head.Seq:
+			rep.add(limit, Finding{FindingTruncated, c.Seq, fmt.Sprintf("%s names seq %d (hash %s) but the trail ends at seq %d", c.source, c.Seq, c.HeadHash, rep.Head.Seq)})
+		case h == nil:
+			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("%s names seq %d, which is missing", c.source, c.Seq)})
+		case *h != c.HeadHash:
+			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("%s says hash %s, the row has %s", c.source, c.HeadHash, *h)})
+		}
+	}
+	return rep, nil
+}
+
+// checkSchemaObjects compares the tables, index and triggers with the ones
+// the store creates.
+func checkSchemaObjects(ctx context.Context, q queryer, report func(Finding)) error {
+	rows, err := q.QueryContext(ctx, `SELECT type, name, coalesce(sql, '') FROM sqlite_schema WHERE type IN ('table', 'index', 'trigger')`)
+	if err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	defer rows.Close()
+	type object struct{ typ, sql string }
+	have := map[string]object{}
+	for rows.Next() {
+		var typ, name, sql string
+		if err := rows.Scan(&typ, &name, &sql); err != nil {
+			return fmt.Errorf("read schema: %w", err)
+		}
+		have[name] = object{typ, sql}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	for _, o := range schemaTables {
+		got, ok := have[o.name]
+		switch {
+		case !ok:
+			report(Finding{Kind: FindingAlteredSchema, Detail: fmt.Sprintf("%s is missing", o.name)})
+		case normSQL(got.sql) != normSQL(o.sql):
+			report(Finding{Kind: FindingAlteredSchema, Detail: fmt.Sprintf("%s is %q, want %q", o.name, normSQL(got.sql), normSQL(o.sql))})
+		}
+	}
+	for _, name := range sortedKeys(schemaTriggers) {
+		got, ok := have[name]
+		switch {
+		case !ok:
+			report(Finding{Kind: FindingMissingTrigger, Detail: fmt.Sprintf("trigger %s is missing: the table it guards can be changed", name)})
+		case got.typ != "trigger" || normSQL(got.sql) != normSQL(schemaTriggers[name]):
+			report(Finding{Kind: FindingAlteredTrigger, Detail: fmt.Sprintf("trigger %s is %q, want %q", name, normSQL(got.sql), normSQL(schemaTriggers[name]))})
+		}
+	}
+	for _, name := range sortedKeys(have) {
+		if _, known := schemaTriggers[name]; have[name].typ == "trigger" && !known {
+			report(Finding{Kind: FindingAlteredTrigger, Detail: fmt.Sprintf("unknown trigger %s: %q", name, normSQL(have[name].sql))})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tablectl/tablectl/audit"
+)
+
+func init() {
+	register(command{
+		name:  "audit",
+		short: "verify, export and checkpoint the audit trail; make a checkpoint key",
+		run:   runAudit,
+	})
+}
+
+// auditCommands are audit's subcommands.
+var auditCommands = []struct {
+	name, short string
+	run         func(args []string, stdout io.Writer) error
+}{
+	{"verify", "check a trail for edits, deleted rows, truncation and bad signatures", runAuditVerify},
+	{"export", "write a trail's rows as JSON lines", runAuditExport},
+	{"checkpoint", "write a trail's last signed checkpoint to a file (the copy kept elsewhere)", runAuditCheckpoint},
+	{"keygen", "make an Ed25519 checkpoint key pair", runAuditKeygen},
+}
+
+func runAudit(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		for _, c := range auditCommands {
+			if c.name == args[0] {
+				return c.run(args[1:], stdout)
+			}
+		}
+		fmt.Fprintf(os.Stderr, "tablectl audit: unknown subcommand %q\n\n", args[0])
+	}
+	fmt.Fprintln(os.Stderr, "usage: tablectl audit <subcommand> [flags]\n\nsubcommands:")
+	for _, c := range auditCommands {
+		fmt.Fprintf(os.Stderr, "  %-11s %s\n", c.name, c.short)
+	}
+	return errUsage
+}
+
+// errTampered is returned when verify found something, after printing it.
+var errTampered = errors.New("the audit trail did not verify")
+
+func runAuditVerify(args []string, stdout io.Writer) error {
+	fs := newFlagSet("audit verify")
+	db := fs.String("db", "", "trail `file` (required; opened read-only)")
+	var cpFiles, keyFiles []string
+	fs.Func("checkpoint", "checkpoint `file` held elsewhere (repeatable)", func(s string) error {
+		cpFiles = append(cpFiles, s)
+		return nil
+	})
+	fs.Func("pubkey", "checkpoint public key `file`, PEM (repeatable; without one, signatures are not checked)", func(s string) error {
+		keyFiles = append(keyFiles, s)
+		return nil
+	})
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *db == "" {
+		fmt.Fprintln(fs.Output(), "--db is required")
+		return errUsage
+	}
+	var opt audit.VerifyOptions
+	for _, f := range cpFiles {
+		c, err := audit.ReadCheckpointFile(f)
+		if err != nil {
+			return err
+		}
+		opt.Checkpoints = append(opt.Checkpoints, c)
+	}
+	for _, f := range keyFiles {
+		k, err := audit.LoadPublicKey(f)
+		if err != nil {
+			return err
+		}
+		opt.PublicKeys = append(opt.PublicKeys, k)
+	}
+	rep, err := audit.Verify(context.Background(), *db, opt)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return fmt.Errorf("%w: %d findings", errTampered, int64(len(rep.Findings))+rep.Omitted)
+	}
+	return nil
+}
+
+func runAuditExport(args []string, stdout io.Writer) error {
+	fs := newFlagSet("audit export")
+	db := fs.String("db", "", "trail `file` (required; opened read-only)")
+	var q audit.Query
+	fs.Int64Var(&q.From, "from", 0, "first `seq`")
+	fs.Int64Var(&q.To, "to", 0, "last `seq` (0: the head)")
+	fs.Int64Var(&q.Shoe, "shoe", 0, "only this shoe `id`")
+	fs.Int64Var(&q.Coup, "coup", 0, "only this coup `id`")
+	kinds := fs.String("kind", "", "only these `kinds`, comma-separated")
+	out := fs.String("out", "", "output `file` (default: standard output)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *db == "" {
+		fmt.Fprintln(fs.Output(), "--db is required")
+		return errUsage
+	}
+	if *kinds != "" {
+		q.Kinds = strings.Split(*kinds, ",")
+	}
+	ctx := context.Background()
+	r, err := audit.OpenReader(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	w := stdout
+	var f *os.File
+	if *out != "" {
+		if f, err = os.Create(*out); err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	if _, err := r.Export(ctx, w, q); err != nil {
+		return err
+	}
+	if f != nil {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		return f.Close()
+	}
+	return nil
+}
+
+func runAuditCheckpoint(args []string, stdout io.Writer) error {
+	fs := newFlagSet("audit checkpoint")
+	db := fs.String("db", "", "trail `file` (required; opened read-only)")
+	out := fs.String("out", "", "checkpoint `file` to write (default: standard output)")
+	pubkey := fs.String("pubkey", "", "refuse a checkpoint that does not verify with this public key `file`")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *db == "" {
+		fmt.Fprintln(fs.Output(), "--db is required")
+		return errUsage
+	}
+	ctx := context.Background()
+	r, err := audit.OpenReader(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	c, ok, err := r.LastCheckpoint(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s has no checkpoint yet", *db)
+	}
+	if *pubkey != "" {
+		var k ed25519.PublicKey
+		if k, err = audit.LoadPublicKey(*pubkey); err != nil {
+			return err
+		}
+		if err := c.VerifySignature(k); err != nil {
+			return err
+		}
+	}
+	if *out != "" {
+		return audit.WriteCheckpointFile(*out, c)
+	}
+	b, err := c.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}
+
+func runAuditKeygen(args []string, stdout io.Writer) error {
+	fs := newFlagSet("audit keygen")
+	dir := fs.String("out", "", "`directory` for "+audit.PrivateKeyFile+" and "+audit.PublicKeyFile+" (required; never overwritten)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		fmt.Fprintln(fs.Output(), "--out is required")
+		return errUsage
+	}
+	privPath, pubPath, err := audit.GenerateKey(*dir)
+	if err != nil {
+		return err
+	}
+	pub, err := audit.LoadPublicKey(pubPath)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "private key %s (keep it off the trail's disk)\npublic key  %s\nkey id      %s\n", privPath, pubPath, audit.KeyID(pub))
+	return err
+}
