@@ -21,13 +21,17 @@ const (
 	InLink   InputKind = "in.link"   // the shoe link changed state
 	InTick   InputKind = "in.tick"   // time passed a deadline the table set
 	InCmd    InputKind = "in.cmd"    // a command (supervisor or game server)
+	// InAuditFailed records, once the trail can be written again, that it
+	// could not be for a while: inputs were lost (GapFrom..GapTo are the
+	// shoe sentences among them, when known).
+	InAuditFailed InputKind = "in.audit_failed"
 )
 
 // IsInput reports whether an audit kind is an input (as opposed to an event
 // the table derived from one).
 func IsInput(kind string) bool {
 	switch InputKind(kind) {
-	case InCard, InCut, InButton, InStatus, InHello, InGap, InLink, InTick, InCmd:
+	case InCard, InCut, InButton, InStatus, InHello, InGap, InLink, InTick, InCmd, InAuditFailed:
 		return true
 	}
 	return false

@@ -206,6 +206,50 @@ func (t *Table) Burn() BurnState { return t.burn }
 // ManualSuspension is the reason a supervisor suspended the table, if any.
 func (t *Table) ManualSuspension() string { return t.manualSuspend }
 
+// Clone returns an independent copy of the table, so a caller can apply an
+// input tentatively and keep the original if the input cannot be recorded.
+func (t *Table) Clone() *Table {
+	c := *t
+	c.cfg.Profile.Bets = slices.Clone(t.cfg.Profile.Bets)
+	c.alerts = slices.Clone(t.alerts)
+	c.cards = slices.Clone(t.cards)
+	if t.burn.First != nil {
+		f := *t.burn.First
+		c.burn.First = &f
+	}
+	if t.result != nil {
+		r := *t.result
+		c.result = &r
+	}
+	c.coups = cloneRecords(t.coups)
+	c.recall = cloneRecords(t.recall)
+	return &c
+}
+
+func cloneRecords(rs []CoupRecord) []CoupRecord {
+	if rs == nil {
+		return nil
+	}
+	out := make([]CoupRecord, len(rs))
+	for i, r := range rs {
+		r.Cards = slices.Clone(r.Cards)
+		r.Actions = slices.Clone(r.Actions)
+		out[i] = r
+	}
+	return out
+}
+
+// Reconfigure swaps the table's configuration (a restart with a changed
+// config file). The shoe in play keeps its composition; a change of decks
+// takes effect with the next shoe.
+func (t *Table) Reconfigure(cfg TableConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	t.cfg = cfg
+	return nil
+}
+
 // applier collects the events of one Apply.
 type applier struct {
 	t   *Table
@@ -248,6 +292,8 @@ func (t *Table) Apply(in Input) []Event {
 		a.tick()
 	case InCmd:
 		a.command()
+	case InAuditFailed:
+		a.auditFailed()
 	default:
 		a.emit(Event{Kind: EvIgnored, Reason: fmt.Sprintf("unknown input %q", in.Kind)})
 	}
@@ -719,6 +765,22 @@ func (a *applier) linkChange() {
 	case in.Link != LinkConnected && prev == LinkConnected && (t.midCoup() || t.phase == PhaseBurn):
 		a.raise(AlertShoeOffline, NeedsLink, fmt.Sprintf("the shoe went %s mid-coup: %s", in.Link, in.Reason))
 	}
+}
+
+func (a *applier) auditFailed() {
+	t, in := a.t, a.in
+	if in.GapTo > t.lastSeq {
+		t.lastSeq = in.GapTo
+	}
+	needs := NeedsResume
+	if t.midCoup() || t.phase == PhaseBurn || (t.phase == PhaseResult && !t.final) {
+		needs = NeedsVoid
+	}
+	msg := "the audit trail could not be written: " + in.Text
+	if in.GapTo > 0 {
+		msg += fmt.Sprintf("; shoe sentences %d to %d were not recorded", in.GapFrom, in.GapTo)
+	}
+	a.raise(AlertAuditFailed, needs, msg)
 }
 
 func (a *applier) tick() {

@@ -640,3 +640,33 @@ func TestViews(t *testing.T) {
 		t.Fatal("alerts on the public view")
 	}
 }
+
+func TestCloneIsIndependent(t *testing.T) {
+	h := newHarness(t, nil)
+	h.open()
+	h.cards("9S,7H,KD")
+	before, _ := json.Marshal(snapshot(h.tab))
+	c := h.tab.Clone()
+	c.Apply(Input{Kind: InCard, At: h.now, Card: &Card{Rank: King, Suit: Clubs}})
+	c.Apply(Input{Kind: InButton, At: h.now, Button: ButtonReveal})
+	c.Apply(Input{Kind: InCmd, At: h.now, Command: &Command{ID: "x", Action: ActionSuspend}})
+	after, _ := json.Marshal(snapshot(h.tab))
+	if string(before) != string(after) {
+		t.Fatalf("applying to a clone changed the original:\n%s\n%s", before, after)
+	}
+	if c.Phase() != PhaseResult || !c.Suspended() {
+		t.Fatalf("clone did not take the inputs: %s", c.Phase())
+	}
+}
+
+func TestAuditFailed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.open()
+	h.card("9S")
+	evs := h.apply(Input{Kind: InAuditFailed, Text: "disk full", GapFrom: 12, GapTo: 13})
+	h.expect(evs, "alert:audit_write_failed suspended")
+	if evs[0].Alert.Needs != NeedsVoid || !strings.Contains(evs[0].Alert.Message, "12 to 13") {
+		t.Fatalf("alert %+v", evs[0].Alert)
+	}
+	h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved betting_opened resumed")
+}
