@@ -1,0 +1,351 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/tablectl/tablectl/coup"
+)
+
+// RecorderOptions configure a Recorder.
+type RecorderOptions struct {
+	// Table is the table id.
+	Table string
+	// Config is the table configuration; it is recorded (KindConfig) when
+	// it differs from the one the trail last recorded.
+	Config coup.TableConfig
+	// Clock stamps inputs and rows; nil is the system clock.
+	Clock Clock
+	// Key signs checkpoints; CheckpointEvery is how often (events).
+	Key             ed25519.PrivateKey
+	CheckpointEvery int64
+	Logger          *slog.Logger
+	// OnCommit is called after every commit, in commit order, while the
+	// recorder's lock is held: it must not block (queue and return).
+	OnCommit func(Commit)
+	// OnWriteFailure is called when the trail cannot be written, so the
+	// failure can be told by every channel still open. It must not block.
+	OnWriteFailure func(err error, v coup.View)
+}
+
+// Commit is what one committed input produced: its rows (the input first,
+// then the events derived from it) and the table as it now stands.
+type Commit struct {
+	Records []Record
+	Input   coup.Input
+	Events  []coup.Event
+	Public  coup.View
+	Pit     coup.View
+}
+
+// Recorder is the controller's single writer: it owns the table state
+// machine and the trail, and applies each input to the table only when the
+// input and everything the table derives from it are committed together, so
+// nothing is published or acted on that is not recorded first.
+type Recorder struct {
+	opt   RecorderOptions
+	clock Clock
+	log   *slog.Logger
+	store *Store
+
+	changed chan struct{} // a commit happened: deadlines may have moved
+
+	mu      sync.Mutex
+	table   *coup.Table
+	failing error     // the last write failure, until a write succeeds again
+	lost    lostInput // what was not recorded while failing
+}
+
+// lostInput tallies the inputs a failing trail could not take.
+type lostInput struct {
+	count          int
+	seqFrom, seqTo uint32
+}
+
+// ErrTrailDiffers reports a trail whose rows are not what the rules derive
+// from its inputs: the controller will not start on it.
+var ErrTrailDiffers = errors.New("trail differs from what the rules derive")
+
+// OpenRecorder verifies the trail at path (when it exists), rebuilds the
+// table from it, and opens it for writing. A trail that fails verification,
+// or whose rows differ from what the rules derive, is refused: the
+// controller must not deal on a record it cannot trust.
+func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recorder, error) {
+	if opt.Clock == nil {
+		opt.Clock = SystemClock{}
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if _, err := os.Stat(path); err == nil {
+		vo := VerifyOptions{}
+		if opt.Key != nil {
+			vo.PublicKeys = []ed25519.PublicKey{opt.Key.Public().(ed25519.PublicKey)}
+		}
+		rep, err := Verify(ctx, path, vo)
+		if err != nil {
+			return nil, fmt.Errorf("verify %s: %w", path, err)
+		}
+		if !rep.OK() {
+			return nil, fmt.Errorf("verify %s: %d findings, first: %s at seq %d: %s", path, len(rep.Findings),
+				rep.Findings[0].Kind, rep.Findings[0].Seq, rep.Findings[0].Detail)
+		}
+	}
+	st, err := Open(ctx, path, Options{Table: opt.Table, Clock: opt.Clock, Key: opt.Key, CheckpointEvery: opt.CheckpointEvery, Logger: opt.Logger})
+	if err != nil {
+		return nil, err
+	}
+	r := &Recorder{opt: opt, clock: opt.Clock, log: opt.Logger, store: st, changed: make(chan struct{}, 1)}
+	if err := r.rebuild(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// rebuild replays the whole trail into a table and records the
+// configuration and this start.
+func (r *Recorder) rebuild(ctx context.Context) error {
+	var lastCfg json.RawMessage
+	rp, err := Replay(r.store.Events(ctx, Query{}), r.opt.Config, ReplayVisitor{
+		Other: func(rec Record) {
+			if rec.Kind == KindConfig {
+				lastCfg = rec.Body
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild from %s: %w", r.store.Path(), err)
+	}
+	if d := rp.Differences(); len(d) > 0 {
+		return fmt.Errorf("%w: %d rows, first at seq %d (%s): %s", ErrTrailDiffers, len(d), d[0].Seq, d[0].Kind, d[0].Detail)
+	}
+	r.table = rp.Table()
+	var events []Event
+	if lastCfg == nil || !sameConfig(lastCfg, r.opt.Config) {
+		if err := r.table.Reconfigure(r.opt.Config); err != nil {
+			return err
+		}
+		events = append(events, Event{Kind: KindConfig, Body: r.opt.Config})
+	}
+	events = append(events, Event{Kind: KindStart, Shoe: int64(r.table.ShoeNumber()), Body: map[string]any{
+		"table": r.store.Table(), "rows_replayed": rp.Rows(), "phase": r.table.Phase(), "suspended": r.table.Suspended(),
+	}})
+	if _, err := r.store.AppendBatch(ctx, events); err != nil {
+		return fmt.Errorf("record the start: %w", err)
+	}
+	r.log.Info("trail rebuilt", "path", r.store.Path(), "rows", rp.Rows(), "shoe", r.table.ShoeNumber(),
+		"coup", r.table.CoupNumber(), "phase", r.table.Phase(), "suspended", r.table.Suspended())
+	return nil
+}
+
+// sameConfig compares a recorded configuration with the one in force.
+func sameConfig(recorded json.RawMessage, cfg coup.TableConfig) bool {
+	var old coup.TableConfig
+	if err := json.Unmarshal(recorded, &old); err != nil {
+		return false
+	}
+	// Compare through JSON, as recorded.
+	a, err1 := CanonicalJSON(old)
+	b, err2 := CanonicalJSON(cfg)
+	return err1 == nil && err2 == nil && reflect.DeepEqual(a, b)
+}
+
+// Submit stamps an input (when its At is zero), applies it to a copy of the
+// table, and commits the input and everything derived from it in one
+// transaction; only then does the table take the new state and OnCommit
+// hear of it. When the trail cannot be written the table keeps its state,
+// the failure is reported through OnWriteFailure, and the error wraps
+// ErrWriteFailed: the input is not accepted. Once a write succeeds again,
+// an InAuditFailed input recording the outage (and the shoe sentences lost
+// to it) goes in first, which suspends the table.
+func (r *Recorder) Submit(ctx context.Context, in coup.Input) (Commit, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if in.At.IsZero() {
+		in.At = r.clock.Now()
+	}
+	// Wall time only, in UTC: what is recorded is what replay will see.
+	in.At = in.At.Round(0).UTC()
+	if r.failing != nil {
+		if err := r.recordOutage(ctx, in.At); err != nil {
+			r.lose(in)
+			return Commit{}, err
+		}
+	}
+	c, err := r.commit(ctx, in)
+	if err != nil {
+		r.fail(err)
+		r.lose(in)
+		return Commit{}, err
+	}
+	return c, nil
+}
+
+// commit applies in to a copy of the table and commits it; the table moves
+// on only when the commit succeeded.
+func (r *Recorder) commit(ctx context.Context, in coup.Input) (Commit, error) {
+	next := r.table.Clone()
+	evs := []Event{inputEvent(in, r.table)}
+	derived := next.Apply(in)
+	evs = append(evs, tableEvents(derived)...)
+	recs, err := r.store.AppendBatch(ctx, evs)
+	if err != nil {
+		return Commit{}, err
+	}
+	r.table = next
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+	c := Commit{Records: recs, Input: in, Events: derived, Public: next.PublicView(), Pit: next.PitView()}
+	if r.opt.OnCommit != nil {
+		r.opt.OnCommit(c)
+	}
+	return c, nil
+}
+
+// recordOutage records that the trail could not be written, once it can be
+// again.
+func (r *Recorder) recordOutage(ctx context.Context, at time.Time) error {
+	in := coup.Input{Kind: coup.InAuditFailed, At: at, Text: fmt.Sprintf("%v (%d inputs lost)", r.failing, r.lost.count),
+		GapFrom: r.lost.seqFrom, GapTo: r.lost.seqTo}
+	if _, err := r.commit(ctx, in); err != nil {
+		r.fail(err)
+		return err
+	}
+	r.log.Warn("audit trail writable again; outage recorded", "lost_inputs", r.lost.count)
+	r.failing, r.lost = nil, lostInput{}
+	return nil
+}
+
+func (r *Recorder) fail(err error) {
+	first := r.failing == nil
+	r.failing = err
+	if first {
+		r.log.Error("audit trail cannot be written: the table is suspended until it can", "err", err)
+	}
+	if r.opt.OnWriteFailure != nil {
+		v := r.table.PitView()
+		v.Suspended = true
+		v.SuspendReason = "audit trail cannot be written"
+		r.opt.OnWriteFailure(err, v)
+	}
+}
+
+func (r *Recorder) lose(in coup.Input) {
+	r.lost.count++
+	if in.ShoeSeq > 0 {
+		if r.lost.seqFrom == 0 || in.ShoeSeq < r.lost.seqFrom {
+			r.lost.seqFrom = in.ShoeSeq
+		}
+		if in.ShoeSeq > r.lost.seqTo {
+			r.lost.seqTo = in.ShoeSeq
+		}
+	}
+}
+
+// Failing reports the write failure holding the trail, if any.
+func (r *Recorder) Failing() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failing
+}
+
+// View returns the public and pit views of the table.
+func (r *Recorder) View() (public, pit coup.View) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.table.PublicView(), r.table.PitView()
+}
+
+// Recall is the last coups with every card (last-game recall).
+func (r *Recorder) Recall() []coup.CoupRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.table.Recall()
+}
+
+// Remaining is the shoe's composition as the table knows it.
+func (r *Recorder) Remaining() coup.Shoe {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.table.Remaining()
+}
+
+// LastShoeSeq is the last shoe sequence number recorded, for the reader's
+// sequence check after a restart.
+func (r *Recorder) LastShoeSeq() uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.table.LastShoeSeq()
+}
+
+// Deadline is when the table next wants a tick.
+func (r *Recorder) Deadline() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.table.Deadline()
+}
+
+// Record appends a row that is not a table input (KindRejected and the
+// like), committed like any other.
+func (r *Recorder) Record(ctx context.Context, e Event) (Record, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	recs, err := r.store.AppendBatch(ctx, []Event{e})
+	if err != nil {
+		r.fail(err)
+		return Record{}, err
+	}
+	if r.opt.OnCommit != nil {
+		r.opt.OnCommit(Commit{Records: recs, Public: r.table.PublicView(), Pit: r.table.PitView()})
+	}
+	return recs[0], nil
+}
+
+// Store is the trail, for reads (resync, recall, export).
+func (r *Recorder) Store() *Store { return r.store }
+
+// Close signs a last checkpoint and closes the trail.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.store.Close()
+}
+
+// RunTimers feeds the table a tick whenever a deadline it set passes
+// (betting time, result time), until ctx is done. after makes the timer:
+// time.After in production, a fake in tests.
+func (r *Recorder) RunTimers(ctx context.Context, after func(time.Duration) <-chan time.Time) error {
+	for {
+		var fire <-chan time.Time
+		deadline, ok := r.Deadline()
+		if ok {
+			fire = after(max(0, deadline.Sub(r.clock.Now())))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.changed:
+		case <-fire:
+			// A timer may fire a hair early by the clock: the tick is
+			// stamped no earlier than the deadline it is for.
+			at := r.clock.Now()
+			if at.Before(deadline) {
+				at = deadline
+			}
+			if _, err := r.Submit(ctx, coup.Input{Kind: coup.InTick, At: at}); err != nil {
+				r.log.Warn("tick not recorded", "err", err)
+			}
+		}
+	}
+}
