@@ -73,7 +73,7 @@ const (
 type DealtCard struct {
 	Position Position `json:"-"`
 	// Card is the card; zero while unreadable and not yet entered.
-	Card       Card   `json:"card"`
+	Card       Card   `json:"card,omitzero"`
 	Unreadable bool   `json:"unreadable,omitempty"`
 	Impossible bool   `json:"impossible,omitempty"`
 	Manual     bool   `json:"manual,omitempty"`

@@ -46,6 +46,27 @@ func (h *harness) apply(in Input) []Event {
 	h.inputs = append(h.inputs, in)
 	evs := h.tab.Apply(in)
 	h.events = append(h.events, evs...)
+	// Everything the table takes and derives is recorded as JSON: it must
+	// encode, and the input must decode to itself.
+	data, err := json.Marshal(in)
+	if err != nil {
+		h.t.Fatalf("input %s does not encode: %v", in, err)
+	}
+	var back Input
+	if err := json.Unmarshal(data, &back); err != nil {
+		h.t.Fatalf("input %s does not decode: %v", data, err)
+	}
+	if again, _ := json.Marshal(back); string(again) != string(data) {
+		h.t.Fatalf("input does not round-trip:\n%s\n%s", data, again)
+	}
+	for _, e := range evs {
+		if _, err := json.Marshal(e); err != nil {
+			h.t.Fatalf("event %s does not encode: %v", e.Kind, err)
+		}
+	}
+	if _, err := json.Marshal(h.tab.PitView()); err != nil {
+		h.t.Fatalf("pit view does not encode: %v", err)
+	}
 	return evs
 }
 

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/display"
+)
+
+func init() {
+	register(command{name: "replay", short: "run an audit trail back through the rules, coup by coup, and flag differences", run: runReplay})
+	register(command{name: "recall", short: "last-game recall: the last 10 coups of a trail with every card", run: runRecall})
+}
+
+// errDiffers makes replay exit non-zero when the trail differs from the rules.
+var errDiffers = errors.New("the trail differs from what the rules derive")
+
+// replayedCoup is one coup as replay prints it.
+type replayedCoup struct {
+	Shoe     int                `json:"shoe"`
+	Coup     int                `json:"coup"`
+	FirstSeq int64              `json:"first_seq"`
+	LastSeq  int64              `json:"last_seq"`
+	Cards    []string           `json:"cards"`
+	Result   *coup.Result       `json:"result,omitempty"`
+	Voided   bool               `json:"voided,omitempty"`
+	Actions  []string           `json:"actions,omitempty"`
+	Alerts   []string           `json:"alerts,omitempty"`
+	Diffs    []audit.Difference `json:"differences,omitempty"`
+}
+
+func runReplay(args []string, stdout io.Writer) error {
+	fs := newFlagSet("replay")
+	db := fs.String("db", "", "the audit trail (SQLite file)")
+	shoe := fs.Int("shoe", 0, "print only this shoe (0: all)")
+	coupN := fs.Int("coup", 0, "print only this coup (0: all)")
+	asJSON := fs.Bool("json", false, "print JSON lines instead of text")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *db == "" {
+		return fmt.Errorf("--db is required")
+	}
+	ctx := context.Background()
+	r, err := audit.OpenReader(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+
+	var coups []*replayedCoup
+	byKey := map[[2]int]*replayedCoup{}
+	get := func(s, c int, seq int64) *replayedCoup {
+		k := [2]int{s, c}
+		rc := byKey[k]
+		if rc == nil {
+			rc = &replayedCoup{Shoe: s, Coup: c, FirstSeq: seq, Cards: []string{}}
+			byKey[k] = rc
+			coups = append(coups, rc)
+		}
+		rc.LastSeq = seq
+		return rc
+	}
+	rp, err := audit.Replay(r.Events(ctx, audit.Query{}), defaultReplayConfig(), audit.ReplayVisitor{
+		Input: func(rec audit.Record, in coup.Input, derived []coup.Event, t *coup.Table) {
+			for _, e := range derived {
+				if e.Coup == 0 {
+					continue
+				}
+				rc := get(e.Shoe, e.Coup, rec.Seq)
+				switch e.Kind {
+				case coup.EvCardDealt:
+					s := e.Card.Card.String()
+					switch {
+					case e.Card.Unreadable:
+						s = "??"
+					case e.Card.Manual:
+						s += "(manual)"
+					}
+					rc.Cards = append(rc.Cards, s)
+				case coup.EvCoupResult:
+					rc.Result = e.Result
+				case coup.EvCoupVoided:
+					rc.Voided = true
+					rc.Actions = append(rc.Actions, "void by "+e.By)
+				case coup.EvCommandDone:
+					if e.Action != coup.ActionVoid {
+						rc.Actions = append(rc.Actions, e.Action+" by "+e.By)
+					}
+				case coup.EvAlert:
+					rc.Alerts = append(rc.Alerts, string(e.Alert.Kind)+": "+e.Alert.Message)
+				}
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	diffs := rp.Differences()
+	// Attach each difference to the coup whose rows it falls in.
+	for _, d := range diffs {
+		for _, rc := range coups {
+			if d.Seq >= rc.FirstSeq && d.Seq <= rc.LastSeq {
+				rc.Diffs = append(rc.Diffs, d)
+				break
+			}
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	for _, rc := range coups {
+		if (*shoe != 0 && rc.Shoe != *shoe) || (*coupN != 0 && rc.Coup != *coupN) {
+			continue
+		}
+		if *asJSON {
+			if err := enc.Encode(rc); err != nil {
+				return err
+			}
+			continue
+		}
+		writeReplayedCoup(stdout, rc)
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "%d rows replayed, %d coups, %d differences\n", rp.Rows(), len(coups), len(diffs))
+		for _, d := range diffs {
+			fmt.Fprintf(stdout, "DIFFERENCE at seq %d (%s): %s\n", d.Seq, d.Kind, d.Detail)
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("%w: %d rows", errDiffers, len(diffs))
+	}
+	return nil
+}
+
+func writeReplayedCoup(w io.Writer, rc *replayedCoup) {
+	fmt.Fprintf(w, "shoe %d coup %d  [seq %d-%d]  cards %s", rc.Shoe, rc.Coup, rc.FirstSeq, rc.LastSeq, strings.Join(rc.Cards, " "))
+	if r := rc.Result; r != nil {
+		fmt.Fprintf(w, "  P %s (%d)  B %s (%d)  %s", coup.FormatCards(r.Player), r.PlayerPoint, coup.FormatCards(r.Banker), r.BankerPoint, r.Winner)
+	}
+	if rc.Voided {
+		fmt.Fprint(w, "  VOIDED")
+	}
+	fmt.Fprintln(w)
+	for _, a := range rc.Alerts {
+		fmt.Fprintf(w, "    alert %s\n", a)
+	}
+	for _, a := range rc.Actions {
+		fmt.Fprintf(w, "    action %s\n", a)
+	}
+	for _, d := range rc.Diffs {
+		fmt.Fprintf(w, "    DIFFERENCE seq %d %s: %s\n", d.Seq, d.Kind, d.Detail)
+	}
+}
+
+// defaultReplayConfig serves until the trail's own ctl.config row, which
+// every trail the controller writes starts with.
+func defaultReplayConfig() coup.TableConfig {
+	p, _ := coup.BuiltinProfile(coup.ProfileClassic)
+	return coup.DefaultTableConfig(p)
+}
+
+func runRecall(args []string, stdout io.Writer) error {
+	fs := newFlagSet("recall")
+	db := fs.String("db", "", "the audit trail (SQLite file)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *db == "" {
+		return fmt.Errorf("--db is required")
+	}
+	ctx := context.Background()
+	r, err := audit.OpenReader(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	rp, err := audit.Replay(r.Events(ctx, audit.Query{}), defaultReplayConfig(), audit.ReplayVisitor{})
+	if err != nil {
+		return err
+	}
+	recall := display.RecallOf(rp.Table().Recall())
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(recall)
+	}
+	for _, c := range recall {
+		fmt.Fprintf(stdout, "shoe %d coup %d  cards %s", c.Shoe, c.Coup, strings.Join(c.Cards, " "))
+		if c.Winner != "" {
+			fmt.Fprintf(stdout, "  P %s B %s  %s %s", coup.FormatCards(c.Player), coup.FormatCards(c.Banker), c.Winner, c.Points)
+		}
+		if c.Voided {
+			fmt.Fprint(stdout, "  VOIDED")
+		}
+		if len(c.Manual) > 0 {
+			fmt.Fprintf(stdout, "  manual: %s", strings.Join(c.Manual, " "))
+		}
+		fmt.Fprintln(stdout)
+	}
+	if n := len(rp.Differences()); n > 0 {
+		return fmt.Errorf("%w: %d rows (run tablectl replay)", errDiffers, n)
+	}
+	return nil
+}

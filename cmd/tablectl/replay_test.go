@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+)
+
+var updateReplay = flag.Bool("update-replay", false, "rewrite the replay golden files")
+
+// fixedClock stamps every row one second after the last.
+type fixedClock struct{ t time.Time }
+
+func (c *fixedClock) Now() time.Time { c.t = c.t.Add(time.Second); return c.t }
+
+// writeTrail records two coups (the first voided after it completed, the
+// second with an unreadable card entered by hand) through the recorder.
+func writeTrail(t *testing.T, path string) {
+	t.Helper()
+	ctx := context.Background()
+	p, _ := coup.BuiltinProfile(coup.ProfileVIP)
+	rec, err := audit.OpenRecorder(ctx, path, audit.RecorderOptions{Table: "T9", Config: coup.DefaultTableConfig(p),
+		Clock: &fixedClock{t: time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)}, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	seq := uint32(0)
+	shoe := func(in coup.Input) {
+		seq++
+		in.ShoeSeq = seq
+		if _, err := rec.Submit(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	card := func(list string) {
+		for _, s := range strings.Split(list, ",") {
+			if s == "??" {
+				shoe(coup.Input{Kind: coup.InCard, Unreadable: true})
+				continue
+			}
+			c, err := coup.ParseCard(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shoe(coup.Input{Kind: coup.InCard, Card: &c})
+		}
+	}
+	btn := func(b string) { shoe(coup.Input{Kind: coup.InButton, Button: b}) }
+	cmd := func(c coup.Command) {
+		if _, err := rec.Submit(ctx, coup.Input{Kind: coup.InCmd, Command: &c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	btn(coup.ButtonNewShoe)
+	card("2S,9C,9D")
+	btn(coup.ButtonBurnDone)
+	btn(coup.ButtonNoMoreBets)
+	card("9S,7H,KD,KC")
+	btn(coup.ButtonReveal)
+	if _, err := rec.Submit(ctx, coup.Input{Kind: coup.InTick, At: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	cmd(coup.Command{ID: "c1", Action: coup.ActionVoid, Coup: 1, By: "anna", Reason: "wrong shoe order"})
+	btn(coup.ButtonNoMoreBets)
+	card("6S,6H,??")
+	kd := coup.Card{Rank: coup.Seven, Suit: coup.Diamonds}
+	cmd(coup.Command{ID: "c2", Action: coup.ActionCard, Card: &kd, By: "anna"})
+	card("KC,5H")
+	btn(coup.ButtonReveal)
+}
+
+func TestReplayAndRecallGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trail.db")
+	writeTrail(t, path)
+	for _, tt := range []struct {
+		args   []string
+		golden string
+	}{
+		{[]string{"replay", "--db", path}, "replay.txt"},
+		{[]string{"replay", "--db", path, "--coup", "2", "--json"}, "replay-coup2.jsonl"},
+		{[]string{"recall", "--db", path}, "recall.txt"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tt.args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, errb.String())
+		}
+		golden := filepath.Join("testdata", "replay", tt.golden)
+		if *updateReplay {
+			os.MkdirAll(filepath.Dir(golden), 0o755)
+			os.WriteFile(golden, out.Bytes(), 0o644)
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != string(want) {
+			t.Errorf("%v:\n got:\n%s\nwant:\n%s", tt.args, out.String(), want)
+		}
+	}
+}
+
+// TestReplayFlagsDifference appends, through the store itself (so the chain
+// is whole), a result the rules do not derive: replay must flag it and exit 1.
+func TestReplayFlagsDifference(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "trail.db")
+	writeTrail(t, path)
+	st, err := audit.Open(ctx, path, audit.Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh := coup.Card{Rank: coup.King, Suit: coup.Hearts}
+	if _, err := st.AppendBatch(ctx, []audit.Event{
+		{Kind: string(coup.InCard), Shoe: 1, Coup: 2, Body: coup.Input{Kind: coup.InCard, At: time.Date(2026, 11, 22, 22, 0, 0, 0, time.UTC), Card: &kh, ShoeSeq: 99}},
+		{Kind: string(coup.EvCoupResult), Shoe: 1, Coup: 2, Body: map[string]string{"winner": "banker"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var out, errb bytes.Buffer
+	if code := run([]string{"replay", "--db", path}, &out, &errb); code != 1 || !strings.Contains(out.String(), "DIFFERENCE") {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
