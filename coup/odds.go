@@ -248,15 +248,7 @@ func classResult(k int) Result {
 		PlayerPerfectPair: pp == pairPerfect,
 		BankerPerfectPair: bp == pairPerfect,
 	}
-	// As resultOf decides a coup.
-	switch {
-	case r.PlayerPoint > r.BankerPoint:
-		r.Winner, r.Margin = SidePlayer, r.PlayerPoint-r.BankerPoint
-	case r.BankerPoint > r.PlayerPoint:
-		r.Winner, r.Margin = SideBanker, r.BankerPoint-r.PlayerPoint
-	default:
-		r.Winner = SideTie
-	}
+	r.decide()
 	return r
 }
 

@@ -107,15 +107,20 @@ func resultOf(player, banker []Card) Result {
 		PlayerPerfectPair: player[0] == player[1],
 		BankerPerfectPair: banker[0] == banker[1],
 	}
+	r.decide()
+	return r
+}
+
+// decide sets the winner and margin from the two points.
+func (r *Result) decide() {
 	switch {
 	case r.PlayerPoint > r.BankerPoint:
 		r.Winner, r.Margin = SidePlayer, r.PlayerPoint-r.BankerPoint
 	case r.BankerPoint > r.PlayerPoint:
 		r.Winner, r.Margin = SideBanker, r.BankerPoint-r.PlayerPoint
 	default:
-		r.Winner = SideTie
+		r.Winner, r.Margin = SideTie, 0
 	}
-	return r
 }
 
 // String is a one-line summary, e.g. "banker 7-5 (P: 9S,8H,8D B: KH,7C)".

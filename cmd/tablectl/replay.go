@@ -44,11 +44,8 @@ func runReplay(args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *db == "" {
-		return fmt.Errorf("--db is required")
-	}
 	ctx := context.Background()
-	r, err := audit.OpenReader(ctx, *db)
+	r, err := openTrail(ctx, *db)
 	if err != nil {
 		return err
 	}
@@ -157,6 +154,14 @@ func writeReplayedCoup(w io.Writer, rc *replayedCoup) {
 	}
 }
 
+// openTrail opens the trail named by --db for reading.
+func openTrail(ctx context.Context, db string) (*audit.Reader, error) {
+	if db == "" {
+		return nil, fmt.Errorf("--db is required")
+	}
+	return audit.OpenReader(ctx, db)
+}
+
 // defaultReplayConfig serves until the trail's own ctl.config row, which
 // every trail the controller writes starts with.
 func defaultReplayConfig() coup.TableConfig {
@@ -171,11 +176,8 @@ func runRecall(args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *db == "" {
-		return fmt.Errorf("--db is required")
-	}
 	ctx := context.Background()
-	r, err := audit.OpenReader(ctx, *db)
+	r, err := openTrail(ctx, *db)
 	if err != nil {
 		return err
 	}
