@@ -15,9 +15,12 @@ const docPath = "../docs/shoe-protocol.md"
 
 // docBlock is one fenced code block of the protocol document.
 type docBlock struct {
-	info  string // the fence's info string: v1, v1-stream, beetek, checksum...
-	line  int    // line number of the opening fence
-	lines []string
+	info string // the fence's info string: v1, v1-stream, beetek, checksum...
+	// resume is N from "v1-stream resume=N": the stream's Reader starts as
+	// a controller that restarted having last recorded sentence N.
+	resume uint32
+	line   int // line number of the opening fence
+	lines  []string
 }
 
 // readDoc splits the document into its fenced blocks and the prose outside them.
@@ -33,7 +36,19 @@ func readDoc(t *testing.T) (blocks []docBlock, prose []string) {
 		l := sc.Text()
 		switch {
 		case cur == nil && strings.HasPrefix(l, "```"):
-			cur = &docBlock{info: strings.TrimPrefix(l, "```"), line: n}
+			cur = &docBlock{line: n}
+			info := strings.Fields(strings.TrimPrefix(l, "```"))
+			if len(info) > 0 {
+				cur.info = info[0]
+			}
+			for _, opt := range info[min(1, len(info)):] {
+				v, ok := strings.CutPrefix(opt, "resume=")
+				last, err := strconv.ParseUint(v, 10, 32)
+				if !ok || err != nil || last == 0 || cur.info != "v1-stream" {
+					t.Fatalf("%s:%d: fence option %q: want resume=N (N from 1) on a v1-stream block", docPath, n, opt)
+				}
+				cur.resume = uint32(last)
+			}
 		case cur != nil && l == "```":
 			blocks = append(blocks, *cur)
 			cur = nil
@@ -53,7 +68,8 @@ func readDoc(t *testing.T) (blocks []docBlock, prose []string) {
 // ("input  ->  event ; event") and compares what the decoder makes of it
 // with what the document says, in the notation fmtEvent writes. Lines in a
 // v1 or beetek block stand alone; a v1-stream block is one stream through
-// one Reader. An input in double quotes is a Go string literal, fed as is;
+// one Reader, which first resumes from N for "v1-stream resume=N", as the
+// controller does after a restart. An input in double quotes is a Go string literal, fed as is;
 // otherwise a v1 line gets CR LF and a Bee-Tek line spaces around it, as the
 // shoes send them. Every v1 example's checksum is also recomputed here.
 func TestDocExamples(t *testing.T) {
@@ -78,6 +94,10 @@ func TestDocExamples(t *testing.T) {
 			continue
 		}
 		stream := NewReader(mk())
+		if b.resume != 0 {
+			stream.Sequencer().Resume(b.resume)
+			seen["resume"] = true
+		}
 		for i, l := range b.lines {
 			at := fmt.Sprintf("%s:%d", docPath, b.line+1+i)
 			if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
@@ -114,9 +134,13 @@ func TestDocExamples(t *testing.T) {
 				r = NewReader(mk())
 			}
 			var got []string
-			for _, e := range r.Decode(in) {
+			evs := r.Decode(in)
+			for i, e := range evs {
 				got = append(got, fmtEvent(e))
 				seen[fmtKind(e)] = true
+				if e.Kind == KindHeartbeat && i > 0 && evs[i-1].Kind == KindGap {
+					seen["gap revealed by heartbeat"] = true
+				}
 			}
 			if strings.Join(got, " ; ") != strings.Join(want, " ; ") {
 				t.Errorf("%s: %s\n  decodes to %s\n  the doc says %s", at, text, strings.Join(got, " ; "), strings.Join(want, " ; "))
@@ -138,7 +162,7 @@ func TestDocExamples(t *testing.T) {
 		"protocol_error oversize", "protocol_error non_printable", "protocol_error unknown_type",
 		"protocol_error malformed", "protocol_error bad_seq", "protocol_error bad_card",
 		"protocol_error version", "protocol_error duplicate", "protocol_error backwards",
-		"worked checksum",
+		"worked checksum", "resume", "gap revealed by heartbeat",
 	} {
 		if !seen[k] {
 			t.Errorf("the document has no checked example of %s", k)

@@ -13,7 +13,7 @@ const (
 	v1Cut       = "CUT"  // $CUT,seq: the cut card came out
 	v1Button    = "BTN"  // $BTN,seq,NEWSHOE|BURNDONE|NOMOREBETS|REVEAL
 	v1Status    = "STAT" // $STAT,seq,CODE[,text]
-	v1Heartbeat = "HB"   // $HB,seq: at least once a second
+	v1Heartbeat = "HB"   // $HB,seq: at least once a second; seq is the last sentence's, not a new number
 )
 
 // V1Version is the protocol version tablectl speaks and announces in HELO.
@@ -39,7 +39,9 @@ func v1Checksum(body []byte) byte {
 }
 
 // AppendV1 appends e as one v1 sentence ("$CARD,12,KH*14\r\n") to dst. e.Seq
-// must be set (v1 numbers every sentence from 1). For KindHello, Text is the
+// must be set: v1 numbers every sentence from 1, and a heartbeat carries the
+// number of the last sentence before it (the caller's count; AppendV1 only
+// writes what it is given). For KindHello, Text is the
 // shoe's id (not empty, no comma). For KindStatus, Status is a code of 1 to
 // 16 of A-Z a-z 0-9 _ - and Text, optional, is free text. v1 has no burn
 // marker, so Burn is not written. Protocol errors and gaps are the reader's,

@@ -21,20 +21,28 @@ type SequenceStats struct {
 // a number already recorded).
 //
 // The rules, as docs/shoe-protocol.md states them for the shoe:
-//   - Each sentence carries the previous one's number plus one; after
-//     4294967295 comes 1 (0 is never used).
+//   - Each sentence but a heartbeat carries the previous one's number plus
+//     one; after 4294967295 comes 1 (0 is never used).
+//   - A heartbeat carries the number of the last sentence the shoe sent and
+//     does not advance the count, so that a controller which records every
+//     sentence but heartbeats can restart without seeing a false gap.
 //   - A jump forward is a gap: a KindGap event naming the missing numbers
-//     comes before the event that revealed it, which is delivered.
+//     comes before the event that revealed it, which is delivered. A
+//     heartbeat carrying a number beyond the last one seen reveals the gap
+//     last+1..its number: sentences the shoe sent and the controller never
+//     got (the last card of a coup, say, with only heartbeats after it).
 //   - HELO restarts the count: it should carry 1, and the sentences after it
 //     continue from its number. A HELO carrying n > 1 means the shoe's first
 //     n-1 sentences since its restart were missed, and is reported as a gap
 //     1..n-1.
-//   - The same number twice in a row is a duplicate: reported as a protocol
-//     error (ErrDuplicate) and not delivered again.
+//   - The same number twice in a row, other than on a heartbeat, is a
+//     duplicate: reported as a protocol error (ErrDuplicate) and not
+//     delivered again.
 //   - Any other step backwards without a HELO (the shoe restarted and its
-//     HELO was lost, or it is misbehaving) is reported as a protocol error
-//     (ErrSeqBackwards) and the event is still delivered, since a card the
-//     shoe numbered is a card that left it; the count continues from there.
+//     HELO was lost, or it is misbehaving), heartbeats included, is reported
+//     as a protocol error (ErrSeqBackwards) and the event is still
+//     delivered, since a card the shoe numbered is a card that left it; the
+//     count continues from there.
 //
 // Events without a sequence number (protocol errors, drivers with no
 // numbers such as Bee-Tek) pass through untouched. Reports the Sequencer
@@ -42,19 +50,24 @@ type SequenceStats struct {
 // bytes, and they were a valid sentence.
 type Sequencer struct {
 	last  uint32
-	known bool  // last is meaningful
-	prev  Event // the last event delivered, to describe a duplicate
+	known bool // last is meaningful
+	// prev is the sentence numbered last, to describe a duplicate; its Seq
+	// is 0 when that sentence was never seen (last came from Resume, or from
+	// a heartbeat that revealed a gap).
+	prev  Event
 	stats SequenceStats
 }
 
 // Resume makes last the number of the last sentence already recorded, so
-// sentences the shoe sent while the controller was down show as a gap.
+// sentences the shoe sent while the controller was down show as a gap, and
+// a heartbeat carrying last (nothing was sent meanwhile) shows none.
 func (s *Sequencer) Resume(last uint32) {
 	s.last, s.known, s.prev = last, last != 0, Event{}
 }
 
-// Last returns the number of the last sentence delivered; ok is false until
-// one has been.
+// Last returns the number of the last sentence the shoe is known to have
+// sent: the last one delivered, or the one a heartbeat announced; ok is
+// false until one has been seen.
 func (s *Sequencer) Last() (seq uint32, ok bool) { return s.last, s.known }
 
 // Stats counts the anomalies seen so far.
@@ -79,6 +92,9 @@ func (s *Sequencer) observe(out []Event, e Event) []Event {
 		}
 		return s.deliver(out, e)
 	}
+	if e.Kind == KindHeartbeat {
+		return s.heartbeat(out, e)
+	}
 	if !s.known {
 		return s.deliver(out, e)
 	}
@@ -89,30 +105,52 @@ func (s *Sequencer) observe(out []Event, e Event) []Event {
 	case e.Seq == s.last:
 		s.stats.Duplicates++
 		err := fmt.Errorf("%w: %d again; the repeat was dropped", ErrDuplicate, e.Seq)
-		if s.prev.Seq == e.Seq && !sameSentence(s.prev, e) {
+		switch {
+		case s.prev.Seq != e.Seq:
+			err = fmt.Errorf("%w: %d again (%q), a number the shoe had already used; it was dropped",
+				ErrDuplicate, e.Seq, e.Raw)
+		case !sameSentence(s.prev, e):
 			err = fmt.Errorf("%w: %d again with different content (%q, then %q); the second was dropped",
 				ErrDuplicate, e.Seq, s.prev.Raw, e.Raw)
 		}
 		return append(out, Event{Kind: KindProtocolError, Err: err, Raw: e.Raw})
 	case distance(want, e.Seq) <= seqHalf:
-		if e.Seq > want {
-			out = s.gap(out, want, e.Seq-1)
-		} else { // the gap spans the wrap from 4294967295 to 1
-			out = s.gap(out, want, math.MaxUint32)
-			if e.Seq > 1 {
-				out = s.gap(out, 1, e.Seq-1)
-			}
-		}
+		out = s.gap(out, want, e.Seq-1) // 0 when e.Seq is 1: see gap
 		return s.deliver(out, e)
 	}
+	return s.deliver(s.backwards(out, e), e)
+}
+
+// heartbeat checks a heartbeat's number, which is the last one the shoe
+// used: the same as last is all well; ahead of it, the sentences between
+// were lost; behind it, the count went back. A heartbeat is never a
+// duplicate, and it leaves prev alone when it changes nothing, so that a
+// repeat of the last sentence after it is still told apart from a
+// different one; otherwise the sentence it numbers was never seen.
+func (s *Sequencer) heartbeat(out []Event, e Event) []Event {
+	switch {
+	case s.known && e.Seq == s.last:
+		return append(out, e)
+	case !s.known:
+	case distance(next(s.last), e.Seq) <= seqHalf:
+		out = s.gap(out, next(s.last), e.Seq)
+	default:
+		out = s.backwards(out, e)
+	}
+	s.last, s.known, s.prev = e.Seq, true, Event{}
+	return append(out, e)
+}
+
+// backwards reports e's number as a step back without a HELO; the caller
+// delivers e all the same, and the count continues from it.
+func (s *Sequencer) backwards(out []Event, e Event) []Event {
 	s.stats.Backwards++
-	out = append(out, Event{
+	return append(out, Event{
 		Kind: KindProtocolError,
 		Err: fmt.Errorf("%w: from %d to %d without a HELO; the shoe may have restarted unannounced",
 			ErrSeqBackwards, s.last, e.Seq),
 		Raw: e.Raw,
 	})
-	return s.deliver(out, e)
 }
 
 func (s *Sequencer) deliver(out []Event, e Event) []Event {
@@ -120,7 +158,17 @@ func (s *Sequencer) deliver(out []Event, e Event) []Event {
 	return append(out, e)
 }
 
+// gap reports the numbers from..to as missing. The range may run across
+// the wrap from 4294967295 to 1 (from > to), and is then reported as two
+// gaps, or one when to is 0: the numbers up to 4294967295.
 func (s *Sequencer) gap(out []Event, from, to uint32) []Event {
+	if from > to {
+		out = s.gap(out, from, math.MaxUint32)
+		if to == 0 { // the gap ended at 4294967295
+			return out
+		}
+		from = 1
+	}
 	s.stats.Gaps++
 	s.stats.Missing += uint64(to-from) + 1
 	return append(out, Event{Kind: KindGap, GapFrom: from, GapTo: to})

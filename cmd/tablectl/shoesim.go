@@ -48,7 +48,8 @@ Behaves like a dealing shoe: shuffles a shoe from a seed and deals it as a
 dealer following the tableau would, pressing the dealer's buttons, over a
 new pseudo-terminal (or --port). The first line on stdout is the device to
 point the controller at (the pseudo-terminal, or --port); logs go to stderr.
-It idles with heartbeats once the shoe is dealt, until interrupted.
+It idles with heartbeats once the shoe is dealt, until interrupted. v1
+heartbeats carry the number of the last sentence sent, not a new one.
 
 flags:
 `)
@@ -60,7 +61,7 @@ flags:
 	pace := fs.Duration("pace", shoesim.DefaultCardPace, "wait before each card and button (0: full speed)")
 	coupPace := fs.Duration("coup-pace", 0, "betting time before each coup (default 5 x --pace)")
 	coups := fs.Int("coups", 0, "stop after this many coups in all (0: deal every shoe to its cut card)")
-	shoes := fs.Int("shoes", 1, "shoes to deal, one after another")
+	shoes := fs.Int("shoes", 1, "shoes to deal, one after another: each starts with NEWSHOE and its burn, after the betting time")
 	cut := fs.Int("cut", shoesim.DefaultCut, "cards behind the cut card")
 	afterCut := fs.String("after-cut", shoesim.CutOneMore.String(), "after the cut card: one-more (finish the coup and deal one more) or finish (the coup only)")
 	heartbeat := fs.Duration("heartbeat", shoesim.DefaultHeartbeat, "v1: the longest the line stays idle before a heartbeat")

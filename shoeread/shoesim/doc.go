@@ -16,11 +16,13 @@
 //     memory in tests) with a Clock: it numbers the sentences (HELO is 1),
 //     encodes them with shoeread.AppendV1 or shoeread.AppendBeetek, keeps
 //     the pace, sends a heartbeat whenever the v1 line has been idle for the
-//     heartbeat interval, and holds its output while unplugged. It records
+//     heartbeat interval (carrying the last number used, as the protocol
+//     says, not a new one), and holds its output while unplugged. It records
 //     every sentence and every fault, so a test knows exactly what the
 //     controller should have seen.
 //
 // Faults (Fault, ParseFault): line noise, a bad checksum, dropped sentences
 // (a sequence gap), an unreadable card, an extra card, a card drawn before
-// betting closes, a card the shoe cannot hold, silence and unplugging.
+// betting closes, a card the shoe cannot hold, silence, unplugging, a burn
+// one card short (BURNDONE pressed early) and a status report.
 package shoesim

@@ -243,15 +243,20 @@ func TestEndToEndUnplugReplug(t *testing.T) {
 
 // Every fault the simulator injects reaches the controller as the protocol
 // says it must: noise and bad checksums rejected and counted, dropped
-// sentences a v1 gap exactly where they were dropped, and the card faults
-// as cards the rules can catch.
+// sentences a v1 gap exactly where they were dropped, the card faults as
+// cards the rules can catch, a status report as a status, and (v1) a short
+// burn as one card fewer between NEWSHOE and BURNDONE than the exposed card
+// calls for.
 func TestEndToEndFaults(t *testing.T) {
-	specs := []string{
-		"noise@2:40", "badsum@2.2", "drop@3.1:2", "unreadable@4.2", "extra@4", "early@5",
-		"impossible@6.1", "silence@7.2:1500ms", "noise@8.1:9", "badsum@9.1", "drop@10",
-	}
 	for _, protocol := range []string{ProtocolV1, ProtocolBeetek} {
 		t.Run(protocol, func(t *testing.T) {
+			specs := []string{
+				"noise@2:40", "badsum@2.2", "drop@3.1:2", "unreadable@4.2", "extra@4", "early@5",
+				"status@5.2:LID_OPEN,lid opened", "impossible@6.1", "silence@7.2:1500ms", "noise@8.1:9", "badsum@9.1", "drop@10",
+			}
+			if protocol == ProtocolV1 {
+				specs = append(specs, "shortburn@1")
+			}
 			var faults []Fault
 			for _, spec := range specs {
 				f, err := ParseFault(spec)
@@ -296,6 +301,17 @@ func TestEndToEndFaults(t *testing.T) {
 
 			checkCardFaults(t, protocol, sim, ctl.dec.events, byKind)
 
+			// The status report arrives as sent, once.
+			var statuses []string
+			for _, e := range ctl.dec.events {
+				if e.Kind == shoeread.KindStatus {
+					statuses = append(statuses, e.Status+": "+e.Text)
+				}
+			}
+			if fmt.Sprint(statuses) != "[LID_OPEN: lid opened]" {
+				t.Fatalf("statuses decoded %q, want the one injected", statuses)
+			}
+
 			if protocol == ProtocolV1 {
 				// Gaps: one for each run of lost sentences, naming them.
 				var gaps []string
@@ -323,6 +339,23 @@ func TestEndToEndFaults(t *testing.T) {
 				ctl.mu.Unlock()
 				if !containsSeq(ctl.states, device.Silent, device.Connected) {
 					t.Fatalf("link states %s: want silent then connected", states)
+				}
+				// The short burn: the cards between NEWSHOE and BURNDONE are
+				// the exposed card and one fewer than its value.
+				var burn []coup.Card
+				inBurn := false
+				for _, e := range ctl.dec.events {
+					switch {
+					case e.Kind == shoeread.KindButton && e.Button == shoeread.ButtonNewShoe:
+						inBurn = true
+					case e.Kind == shoeread.KindButton && e.Button == shoeread.ButtonBurnDone:
+						inBurn = false
+					case e.Kind == shoeread.KindCard && inBurn:
+						burn = append(burn, e.Card)
+					}
+				}
+				if len(burn) == 0 || len(burn)-1 != burnOf[burn[0].Rank]-1 {
+					t.Fatalf("burn decoded %s: want the exposed card and one fewer than its value", coup.FormatCards(burn))
 				}
 			}
 		})

@@ -28,6 +28,11 @@ func TestParseFault(t *testing.T) {
 		{"silence@9", Fault{Kind: FaultSilence, Coup: 9, For: DefaultFaultFor}, "silence@9:2s"},
 		{"unplug@2/10.1:1m30s", Fault{Kind: FaultUnplug, Shoe: 2, Coup: 10, Card: 1, For: 90 * time.Second}, ""},
 		{"unplug@1/10:500ms", Fault{Kind: FaultUnplug, Shoe: 1, Coup: 10, For: 500 * time.Millisecond}, "unplug@10:500ms"},
+		{"shortburn@2", Fault{Kind: FaultShortBurn, Shoe: 2}, ""},
+		{"shortburn@1", Fault{Kind: FaultShortBurn, Shoe: 1}, ""},
+		{"status@4.1:SENSOR", Fault{Kind: FaultStatus, Coup: 4, Card: 1, Status: "SENSOR", Text: DefaultStatusText}, "status@4.1:SENSOR,simulated"},
+		{"status@2/5:LID_OPEN,lid opened, by dealer: 2", Fault{Kind: FaultStatus, Shoe: 2, Coup: 5, Status: "LID_OPEN", Text: "lid opened, by dealer: 2"}, ""},
+		{"status@3:jam-1,x", Fault{Kind: FaultStatus, Coup: 3, Status: "jam-1", Text: "x"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -78,6 +83,26 @@ func TestParseFaultRefuses(t *testing.T) {
 		{"extra@3.2", "whole coup"},
 		{"early@3.1", "whole coup"},
 		{"noise@99999999999", "coup"},
+		{"shortburn@", "names a shoe only"},
+		{"shortburn@0", "names a shoe only"},
+		{"shortburn@1/2", "names a shoe only"},
+		{"shortburn@2.1", "names a shoe only"},
+		{"shortburn@2:1", "names a shoe only"},
+		{"status@3", "needs a code"},
+		{"status@3:", "needs a code"},
+		{"status@3:,text", "needs a code"},
+		{"status@3:SENSOR,", "empty text"},
+		{"status@3:LID OPEN", "want A-Z a-z 0-9 _ -"},
+		{"status@3:LID:OPEN", "want A-Z a-z 0-9 _ -"},
+		{"status@3:ABCDEFGHIJKLMNOPQ", "at most 16"},
+		{"status@3:X,a$b", "printable ASCII other than"},
+		{"status@3:X,a*b", "printable ASCII other than"},
+		{"status@3:X,<a>", "printable ASCII other than"},
+		{"status@3:X,tab\there", "printable ASCII other than"},
+		{"status@3:X, lead", "either end"},
+		{"status@3:X,trail ", "either end"},
+		{"status@3:X," + strings.Repeat("t", MaxStatusText+1), "at most 40"},
+		{"noise@3:SENSOR,x", "count"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -109,7 +134,8 @@ func TestFaultSpecHelpNamesEveryKind(t *testing.T) {
 // panics, and whatever it accepts, String writes back in a form it reads
 // to the same fault.
 func FuzzParseFault(f *testing.F) {
-	for _, s := range []string{"noise@3", "drop@2/4.1:2", "unplug@10:1m", "silence@1.1:1ns", "x@1", "@", "noise@3.", "noise@/3", "noise@1/2/3"} {
+	for _, s := range []string{"noise@3", "drop@2/4.1:2", "unplug@10:1m", "silence@1.1:1ns", "x@1", "@", "noise@3.", "noise@/3", "noise@1/2/3",
+		"shortburn@2", "status@2/4.1:SENSOR,reader 2 dirty", "status@3:X,"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {

@@ -137,6 +137,8 @@ func render(e shoeread.Event, protocol string) string {
 		return fmt.Sprintf("button seq=%d %s", e.Seq, e.Button)
 	case shoeread.KindHello:
 		return fmt.Sprintf("hello seq=%d %s", e.Seq, e.Text)
+	case shoeread.KindStatus:
+		return fmt.Sprintf("status seq=%d %s %q", e.Seq, e.Status, e.Text)
 	case shoeread.KindGap:
 		return fmt.Sprintf("gap %d-%d", e.GapFrom, e.GapTo)
 	case shoeread.KindProtocolError:
@@ -150,8 +152,8 @@ func render(e shoeread.Event, protocol string) string {
 // code: every sentence that reached the line intact, in order; each burst of
 // noise rejected whole; a v1 sentence with a bad checksum rejected, and in
 // v1 a gap naming every sentence lost (dropped or rejected) just before the
-// next good one; a garbled Bee-Tek card rejected as a bad card, a dropped
-// one never known.
+// next good one, a heartbeat included (it carries the last number sent); a
+// garbled Bee-Tek card rejected as a bad card, a dropped one never known.
 func expected(rec Record, protocol string) []string {
 	var out []string
 	var missFrom, missTo uint32

@@ -62,15 +62,17 @@ const (
 // Options say what shoe to simulate and how. The zero value is a 6-deck v1
 // shoe from seed 0, dealt at full speed to its cut card.
 type Options struct {
-	// Protocol is "v1" (default) or "beetek". Bee-Tek sends cards only:
-	// no HELO, buttons, cut card or heartbeats, and burned cards as
-	// "Manual Burn Cards".
+	// Protocol is "v1" (default) or "beetek". Bee-Tek sends cards and
+	// alarms only: no HELO, buttons, cut card or heartbeats, and burned
+	// cards as "Manual Burn Cards".
 	Protocol string
 	// Decks is 6 (default) or 8.
 	Decks int
 	// Seed decides the order of the cards (see Shuffle) and the noise.
 	Seed uint64
-	// Shoes is how many shoes to deal, one after another (default 1).
+	// Shoes is how many shoes to deal, one after another (default 1): each
+	// starts with NEWSHOE and its burn, after the betting time (CoupPace)
+	// that follows the last coup of the shoe before.
 	Shoes int
 	// Coups, when not 0, stops the run after that many coups in all, even
 	// before a cut card.
@@ -156,7 +158,7 @@ func (o Options) check() error {
 	if _, err := shoeread.AppendV1(nil, shoeread.Event{Kind: shoeread.KindHello, Seq: 1, Text: o.ShoeID}); err != nil {
 		return fmt.Errorf("%w: shoe id: %w", ErrOptions, err)
 	}
-	impossible := map[int]bool{}
+	impossible, shortBurn := map[int]bool{}, map[int]bool{}
 	for _, f := range o.Faults {
 		if err := f.check(); err != nil {
 			return fmt.Errorf("%w: fault %s: %w", ErrOptions, f, err)
@@ -172,6 +174,15 @@ func (o Options) check() error {
 				return fmt.Errorf("%w: fault %s: one impossible card per shoe", ErrOptions, f)
 			}
 			impossible[f.Shoe] = true
+		}
+		if f.Kind == FaultShortBurn {
+			if o.Protocol == ProtocolBeetek {
+				return fmt.Errorf("%w: fault %s: Bee-Tek has no BURNDONE button to press early", ErrOptions, f)
+			}
+			if shortBurn[f.Shoe] {
+				return fmt.Errorf("%w: fault %s: one short burn per shoe", ErrOptions, f)
+			}
+			shortBurn[f.Shoe] = true
 		}
 	}
 	return nil
@@ -229,7 +240,8 @@ func (p Position) String() string {
 }
 
 // Step is one thing the shoe does. Sentences carry no sequence number yet:
-// the Sim numbers them as it sends them, heartbeats included.
+// the Sim numbers them as it sends them (dropped ones included), and its
+// heartbeats repeat the last number rather than taking one.
 type Step struct {
 	Op    Op
 	Event shoeread.Event // OpSend
@@ -363,7 +375,9 @@ func (b *builder) dealShoe(n int) error {
 	b.at = Position{Shoe: n}
 
 	b.send(shoeread.Event{Kind: shoeread.KindButton, Button: shoeread.ButtonNewShoe})
-	// The burn: the first card exposed, then as many burned as its value.
+	// The burn: the first card exposed, then as many burned as its value;
+	// one fewer when the dealer presses BURNDONE early (FaultShortBurn).
+	short := b.fault(FaultShortBurn, 0)
 	b.at.Burn = true
 	for burn := 1; len(b.shoe.Burn) < burn; {
 		b.pause(b.o.CardPace)
@@ -374,13 +388,20 @@ func (b *builder) dealShoe(n int) error {
 		}
 		if len(b.shoe.Burn) == 0 {
 			burn = 1 + burnCount(c)
+			if short != nil {
+				burn--
+			}
 		}
 		b.shoe.Burn = append(b.shoe.Burn, c)
 		b.send(shoeread.Event{Kind: shoeread.KindCard, Card: c, Burn: true})
 	}
 	b.at.Burn, b.at.Card = false, 0
 	b.pause(b.o.CardPace)
-	b.send(shoeread.Event{Kind: shoeread.KindButton, Button: shoeread.ButtonBurnDone})
+	var marks []*Fault
+	if short != nil {
+		marks = append(marks, short)
+	}
+	b.send(shoeread.Event{Kind: shoeread.KindButton, Button: shoeread.ButtonBurnDone}, marks...)
 
 	after := -1 // coups still to deal once the cut card is out; -1 before it
 	for coupN := 1; !b.done() && after != 0; coupN++ {
@@ -480,7 +501,8 @@ func (b *builder) card(dc *DealtCoup, marks ...*Fault) error {
 }
 
 // between adds the faults that happen on the line before card k of the
-// coup (k 0: before NOMOREBETS): noise, silence, unplug.
+// coup (k 0: before NOMOREBETS): noise, silence, unplug, and the status
+// reports the shoe sends there.
 func (b *builder) between(k int) {
 	at := b.at
 	at.Card = k
@@ -499,6 +521,12 @@ func (b *builder) between(k int) {
 		case FaultUnplug:
 			b.applied[i] = true
 			b.plan.Steps = append(b.plan.Steps, Step{Op: OpUnplug, For: f.For, Faults: []*Fault{f}, At: at})
+		case FaultStatus:
+			b.applied[i] = true
+			card := b.at.Card
+			b.at.Card = k
+			b.send(shoeread.Event{Kind: shoeread.KindStatus, Status: f.Status, Text: f.Text}, f)
+			b.at.Card = card
 		}
 	}
 }
@@ -553,10 +581,10 @@ func (b *builder) draw() (coup.Card, error) {
 }
 
 // send adds a sentence, marked with the faults that make or alter it.
-// Bee-Tek sends cards only: its plan has no other sentence, so that its
-// dropped sentences are cards.
+// Bee-Tek sends cards and alarms only: its plan has no other sentence, so
+// that its dropped sentences are cards (or a status fault's alarm).
 func (b *builder) send(e shoeread.Event, faults ...*Fault) {
-	if b.o.Protocol == ProtocolBeetek && e.Kind != shoeread.KindCard {
+	if b.o.Protocol == ProtocolBeetek && e.Kind != shoeread.KindCard && e.Kind != shoeread.KindStatus {
 		return
 	}
 	st := Step{Op: OpSend, Event: e, Faults: faults, At: b.at, Truth: e.Card}

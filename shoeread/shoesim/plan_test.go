@@ -391,6 +391,50 @@ func TestPlanFaultsWhereAsked(t *testing.T) {
 				t.Fatalf("before NOMOREBETS: %+v, want a 1s unplug", st)
 			}
 		}},
+		{"shortburn@1", func(t *testing.T, p *Plan) {
+			sh, full := p.Shoes[0], base.Shoes[0]
+			if want := burnOf[full.Burn[0].Rank]; len(sh.Burn) != want {
+				t.Fatalf("burn %s: %d cards, want %d (the exposed %s, then one fewer than its value)",
+					coup.FormatCards(sh.Burn), len(sh.Burn), want, full.Burn[0])
+			}
+			if !reflect.DeepEqual(sh.Burn, full.Burn[:len(full.Burn)-1]) {
+				t.Fatalf("burn %s, want the full burn %s without its last card", coup.FormatCards(sh.Burn), coup.FormatCards(full.Burn))
+			}
+			// The card the dealer failed to burn is the first of coup 1.
+			if c := sh.Coups[0].Cards[0]; c != full.Burn[len(full.Burn)-1] {
+				t.Fatalf("coup 1 starts with %s, want the unburned %s", c, full.Burn[len(full.Burn)-1])
+			}
+			var done *Step
+			for i, st := range p.Steps {
+				if st.Op == OpSend && st.Event.Button == shoeread.ButtonBurnDone {
+					done = &p.Steps[i]
+					if prev := p.Steps[i-1]; prev.Event.Kind != shoeread.KindCard || !prev.At.Burn || prev.At.Card != len(sh.Burn) {
+						t.Fatalf("BURNDONE follows %+v, want burn card %d", prev, len(sh.Burn))
+					}
+					break
+				}
+			}
+			if done == nil || !hasFault(*done, FaultShortBurn) {
+				t.Fatalf("BURNDONE %+v: want it marked shortburn", done)
+			}
+		}},
+		{"status@3.2:SENSOR,reader 2 dirty", func(t *testing.T, p *Plan) {
+			st := p.Steps[findCard(t, p, 3, 2)-1]
+			want := shoeread.Event{Kind: shoeread.KindStatus, Status: "SENSOR", Text: "reader 2 dirty"}
+			if st.Op != OpSend || st.Event != want || !hasFault(st, FaultStatus) || st.At.Coup != 3 || st.At.Card != 2 {
+				t.Fatalf("before card 2: %+v, want %+v", st, want)
+			}
+			if !reflect.DeepEqual(p.Shoes[0].Coups[2].Cards, coup3.Cards) {
+				t.Fatal("a status report changed the coup")
+			}
+		}},
+		{"status@3:LID_OPEN", func(t *testing.T, p *Plan) {
+			st := p.Steps[findButton(t, p, 3, shoeread.ButtonNoMoreBets)-1]
+			want := shoeread.Event{Kind: shoeread.KindStatus, Status: "LID_OPEN", Text: DefaultStatusText}
+			if st.Op != OpSend || st.Event != want || st.At.Card != 0 {
+				t.Fatalf("before NOMOREBETS: %+v, want %+v", st, want)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -450,6 +494,15 @@ func TestPlanRefuses(t *testing.T) {
 		{"never reached card", Options{Coups: 1, Faults: []Fault{{Kind: FaultUnreadable, Coup: 1, Card: 6}}}},
 		{"beyond coups", Options{Coups: 2, Faults: []Fault{{Kind: FaultExtra, Coup: 3}}}},
 		{"beetek badsum on a button", Options{Protocol: ProtocolBeetek, Faults: []Fault{{Kind: FaultBadSum, Coup: 3}}}},
+		{"beetek short burn", Options{Protocol: ProtocolBeetek, Faults: []Fault{{Kind: FaultShortBurn}}}},
+		{"two short burns in a shoe", Options{Shoes: 2, Faults: []Fault{{Kind: FaultShortBurn, Shoe: 2}, {Kind: FaultShortBurn, Shoe: 2}}}},
+		{"short burn beyond the shoes", Options{Faults: []Fault{{Kind: FaultShortBurn, Shoe: 2}}}},
+		{"short burn with a coup", Options{Faults: []Fault{{Kind: FaultShortBurn, Coup: 1}}}},
+		{"short burn never reached", Options{Shoes: 2, Coups: 3, Faults: []Fault{{Kind: FaultShortBurn, Shoe: 2}}}},
+		{"status code", Options{Faults: []Fault{{Kind: FaultStatus, Coup: 1, Status: "LID OPEN"}}}},
+		{"status with no code", Options{Faults: []Fault{{Kind: FaultStatus, Coup: 1}}}},
+		{"status text", Options{Faults: []Fault{{Kind: FaultStatus, Coup: 1, Status: "X", Text: "a*b"}}}},
+		{"code on another fault", Options{Faults: []Fault{{Kind: FaultNoise, Coup: 1, Status: "X"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -505,4 +558,70 @@ func TestPlanFaultsCombine(t *testing.T) {
 	if !fake.Event.Unreadable || fake.Truth != p.Shoes[0].Burn[0] || !hasFault(fake, FaultImpossible) {
 		t.Fatalf("counterfeit %+v: want unreadable, truly %s", fake, p.Shoes[0].Burn[0])
 	}
+}
+
+// A short burn, over many shoes: one card fewer burned than the exposed
+// card says, in either shoe of a run, and the rest of the shoe dealt by the
+// rules from the card the dealer failed to burn.
+func TestPlanShortBurn(t *testing.T) {
+	for seed := uint64(0); seed < 25; seed++ {
+		for shoe := 1; shoe <= 2; shoe++ {
+			p := mustPlan(t, Options{Seed: seed, Shoes: 2, Faults: []Fault{{Kind: FaultShortBurn, Shoe: shoe}}})
+			for si, sh := range p.Shoes {
+				want := 1 + burnOf[sh.Burn[0].Rank]
+				if si+1 == shoe {
+					want--
+				}
+				if len(sh.Burn) != want {
+					t.Fatalf("seed %d shortburn@%d: shoe %d burned %d cards after %s, want %d", seed, shoe, si+1, len(sh.Burn)-1, sh.Burn[0], want-1)
+				}
+				var flat []coup.Card
+				flat = append(flat, sh.Burn...)
+				for _, c := range sh.Coups {
+					if _, err := coup.Score(c.Cards); err != nil {
+						t.Fatalf("seed %d shoe %d coup %d: %v", seed, si+1, c.Number, err)
+					}
+					flat = append(flat, c.Cards...)
+				}
+				if !reflect.DeepEqual(flat, sh.Order[:len(flat)]) {
+					t.Fatalf("seed %d shoe %d: cards dealt are not the shoe's in order", seed, si+1)
+				}
+			}
+			checkSentenceOrder(t, fmt.Sprintf("seed %d shortburn@%d", seed, shoe), p)
+		}
+	}
+}
+
+// Several shoes in one run: each starts with NEWSHOE after the last REVEAL
+// of the one before, with betting time between, and the v1 count runs on
+// across them (HELO only at power-up).
+func TestPlanShoesOneAfterAnother(t *testing.T) {
+	p := mustPlan(t, Options{Seed: 21, Shoes: 3, CardPace: 1e9, CoupPace: 5e9})
+	if len(p.Shoes) != 3 {
+		t.Fatalf("%d shoes dealt, want 3", len(p.Shoes))
+	}
+	var sends []Step
+	hellos := 0
+	for i, st := range p.Steps {
+		if st.Op != OpSend {
+			continue
+		}
+		if st.Event.Kind == shoeread.KindHello {
+			hellos++
+		}
+		if st.Event.Button == shoeread.ButtonNewShoe && st.At.Shoe > 1 {
+			prev := sends[len(sends)-1]
+			if prev.Event.Button != shoeread.ButtonReveal || prev.At.Shoe != st.At.Shoe-1 {
+				t.Fatalf("NEWSHOE of shoe %d follows %+v, want shoe %d's last REVEAL", st.At.Shoe, prev.Event, st.At.Shoe-1)
+			}
+			if pause := p.Steps[i-1]; pause.Op != OpPause || pause.For != p.Options.CoupPace {
+				t.Fatalf("NEWSHOE of shoe %d follows %+v, want the betting time", st.At.Shoe, pause)
+			}
+		}
+		sends = append(sends, st)
+	}
+	if hellos != 1 {
+		t.Fatalf("%d HELOs, want 1 (at power-up)", hellos)
+	}
+	checkSentenceOrder(t, "3 shoes", p)
 }

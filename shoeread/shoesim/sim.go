@@ -28,7 +28,9 @@ type Line interface {
 // Sent is one thing the shoe put on the line, or meant to: a sentence
 // (dropped ones included) or a burst of noise.
 type Sent struct {
-	// Seq is the sentence's sequence number (v1; 0 for Bee-Tek and noise).
+	// Seq is the sentence's sequence number (v1; 0 for Bee-Tek and noise);
+	// for a heartbeat, the number of the last sentence before it, which the
+	// heartbeat repeats rather than taking a new one.
 	Seq uint32
 	// Event is the sentence as the shoe meant it, Seq included; the zero
 	// Event for noise.
@@ -82,7 +84,7 @@ type Sim struct {
 	clock Clock
 	log   *slog.Logger
 
-	seq      uint32
+	seq      uint32    // the last sequence number used; heartbeats carry it
 	at       Position  // where the plan is, for heartbeats
 	lastSent time.Time // when the line last carried a byte, for heartbeats
 	plugged  bool
@@ -145,7 +147,7 @@ func (s *Sim) Run(ctx context.Context, linger bool) error {
 			return err
 		}
 	}
-	s.log.Info("shoe simulator: plan done", "sentences", s.seq, "bytes", s.written)
+	s.log.Info("shoe simulator: plan done", "last_seq", s.seq, "bytes", s.written)
 	if !linger {
 		return nil
 	}
@@ -181,7 +183,7 @@ func (s *Sim) step(ctx context.Context, st *Step) error {
 func (s *Sim) send(ctx context.Context, st *Step) error {
 	e := st.Event
 	v1 := s.plan.Options.Protocol == ProtocolV1
-	if !v1 && e.Kind != shoeread.KindCard {
+	if !v1 && e.Kind != shoeread.KindCard && e.Kind != shoeread.KindStatus {
 		return nil // Bee-Tek has no such sentence
 	}
 	if v1 {
@@ -318,8 +320,11 @@ func (s *Sim) wait(ctx context.Context, d time.Duration, heartbeats bool) error 
 	}
 }
 
+// heartbeat sends HB carrying the last sequence number used, without
+// taking a new one (docs/shoe-protocol.md, section 5): a controller that
+// records every sentence but heartbeats then sees no gap when it restarts
+// while nothing is dealt.
 func (s *Sim) heartbeat(ctx context.Context) error {
-	s.seq = nextSeq(s.seq)
 	e := shoeread.Event{Kind: shoeread.KindHeartbeat, Seq: s.seq}
 	b, err := shoeread.AppendV1(nil, e)
 	if err != nil {

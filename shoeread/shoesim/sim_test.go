@@ -19,6 +19,7 @@ func allFaults(t *testing.T) []Fault {
 	for _, spec := range []string{
 		"noise@2:40", "badsum@2.2", "drop@3.1:2", "unreadable@4.2", "extra@4",
 		"early@5", "impossible@6.1", "silence@7.2:3s", "unplug@8:2s", "noise@8.1:9", "badsum@9.1", "drop@10",
+		"status@2.4:SENSOR,reader 2 dirty, clean it", "status@6:LID_OPEN",
 	} {
 		f, err := ParseFault(spec)
 		if err != nil {
@@ -43,6 +44,9 @@ func TestSimDecodesBack(t *testing.T) {
 					}
 					if faults {
 						o.Faults = allFaults(t)
+						if protocol == ProtocolV1 {
+							o.Faults = append(o.Faults, Fault{Kind: FaultShortBurn, Shoe: 2})
+						}
 					}
 					sim, line := runMem(t, o)
 					d := newDecoder(t, protocol)
@@ -62,8 +66,9 @@ func TestSimDecodesBack(t *testing.T) {
 	}
 }
 
-// v1 numbers every sentence from 1 (HELO), heartbeats and lost ones
-// included, with no gap the shoe did not make.
+// v1 numbers every sentence from 1 (HELO), lost ones included, with no gap
+// the shoe did not make; a heartbeat carries the number of the sentence
+// before it and takes none of its own.
 func TestSimSequenceNumbers(t *testing.T) {
 	sim, _ := runMem(t, Options{Seed: 4, Coups: 10, CardPace: time.Second, CoupPace: 3 * time.Second, Faults: allFaults(t)[:9]})
 	var seq uint32
@@ -72,9 +77,11 @@ func TestSimSequenceNumbers(t *testing.T) {
 		if s.Noise {
 			continue
 		}
-		seq++
-		if s.Seq != seq {
-			t.Fatalf("sentence %q has seq %d, want %d", s.Bytes, s.Seq, seq)
+		if !s.Heartbeat {
+			seq++
+		}
+		if s.Seq != seq || s.Event.Seq != seq {
+			t.Fatalf("sentence %q (heartbeat %v) has seq %d, want %d", s.Bytes, s.Heartbeat, s.Seq, seq)
 		}
 		if seq == 1 && s.Event.Kind != shoeread.KindHello {
 			t.Fatalf("seq 1 is %s, want hello", s.Event.Kind)
@@ -269,6 +276,9 @@ func TestSimGolden(t *testing.T) {
 	for _, protocol := range []string{ProtocolV1, ProtocolBeetek} {
 		t.Run(protocol, func(t *testing.T) {
 			o := Options{Protocol: protocol, Seed: 2026, Coups: 10, CardPace: time.Second, CoupPace: 4 * time.Second, Faults: allFaults(t)}
+			if protocol == ProtocolV1 {
+				o.Faults = append(o.Faults, Fault{Kind: FaultShortBurn})
+			}
 			sim, _ := runMem(t, o)
 			var b strings.Builder
 			rec := sim.Record()
@@ -287,5 +297,95 @@ func TestSimGolden(t *testing.T) {
 			}
 			golden(t, "sim_"+protocol+".golden", []byte(b.String()))
 		})
+	}
+}
+
+// A v1 shoe's heartbeats carry the last number it used, so when the last
+// sentences before a quiet spell are lost (here a coup's last card and its
+// REVEAL), the first heartbeat after them reveals the gap, naming them,
+// rather than the next coup's first sentence seconds later.
+func TestSimHeartbeatRevealsLoss(t *testing.T) {
+	o := Options{Seed: 17, Coups: 3, CardPace: time.Second, CoupPace: 4 * time.Second}
+	n := len(mustPlan(t, o).Shoes[0].Coups[1].Cards)
+	o.Faults = []Fault{{Kind: FaultDrop, Coup: 2, Card: n, N: 2}}
+	sim, line := runMem(t, o)
+	d := newDecoder(t, ProtocolV1)
+	d.decode(line.buf.Bytes())
+	rec := sim.Record()
+	sameEvents(t, d.got, expected(rec, ProtocolV1))
+
+	lost := rec.Faults[0].Seqs
+	if len(lost) != 2 {
+		t.Fatalf("dropped %v, want 2 sentences", lost)
+	}
+	for i, e := range d.events {
+		if e.Kind != shoeread.KindGap {
+			continue
+		}
+		if e.GapFrom != lost[0] || e.GapTo != lost[1] {
+			t.Fatalf("gap %d-%d, want %d-%d", e.GapFrom, e.GapTo, lost[0], lost[1])
+		}
+		if next := d.events[i+1]; next.Kind != shoeread.KindHeartbeat || next.Seq != lost[1] {
+			t.Fatalf("the gap is revealed by %s, want a heartbeat carrying %d", render(next, ProtocolV1), lost[1])
+		}
+		return
+	}
+	t.Fatal("no gap reported")
+}
+
+// The controller's restart, against the simulator's real output: a
+// controller that records every sentence but heartbeats stops reading
+// before sentence i and a new one, resumed from the last number recorded,
+// starts reading at sentence j. It sees a gap if and only if a sentence
+// other than a heartbeat went out in between, and the gap names exactly
+// those.
+func TestSimControllerRestart(t *testing.T) {
+	sim, line := runMem(t, Options{Seed: 19, Coups: 4, CardPace: time.Second, CoupPace: 4 * time.Second})
+	all := line.buf.Bytes()
+	sent := sim.Record().Sent
+	restarts, quiet := 0, 0
+	for i := 1; i < len(sent); i++ {
+		// What the first controller recorded before it stopped.
+		first := newDecoder(t, ProtocolV1)
+		first.decode(all[:sent[i].Offset])
+		var recorded uint32
+		for _, e := range first.events {
+			if e.Seq != 0 && e.Kind != shoeread.KindHeartbeat {
+				recorded = e.Seq
+			}
+		}
+		for j := i + 1; j < len(sent) && j <= i+12; j++ {
+			var missed []uint32
+			for _, s := range sent[i:j] {
+				if !s.Heartbeat {
+					missed = append(missed, s.Seq)
+				}
+			}
+			second := newDecoder(t, ProtocolV1)
+			second.r.Sequencer().Resume(recorded)
+			second.decode(all[sent[j].Offset:])
+			var gaps []string
+			for _, e := range second.events {
+				switch e.Kind {
+				case shoeread.KindGap:
+					gaps = append(gaps, render(e, ProtocolV1))
+				case shoeread.KindProtocolError:
+					t.Fatalf("down from %q to %q: %v", sent[i].Bytes, sent[j].Bytes, e.Err)
+				}
+			}
+			var want []string
+			if len(missed) > 0 {
+				want = []string{fmt.Sprintf("gap %d-%d", missed[0], missed[len(missed)-1])}
+			} else {
+				quiet++
+			}
+			if fmt.Sprint(gaps) != fmt.Sprint(want) {
+				t.Fatalf("down from %q to %q (recorded up to %d): gaps %v, want %v", sent[i].Bytes, sent[j].Bytes, recorded, gaps, want)
+			}
+			restarts++
+		}
+	}
+	if quiet == 0 || quiet == restarts {
+		t.Fatalf("%d restarts, %d with nothing missed: the run must have both kinds", restarts, quiet)
 	}
 }
