@@ -34,6 +34,9 @@ type RecorderOptions struct {
 	// OnWriteFailure is called when the trail cannot be written, so the
 	// failure can be told by every channel still open. It must not block.
 	OnWriteFailure func(err error, v coup.View)
+	// ObserveCommit hears how long each commit took (apply, append and
+	// fsync) and how many rows it wrote, for the metrics. It must not block.
+	ObserveCommit func(d time.Duration, rows int)
 }
 
 // Commit is what one committed input produced: its rows (the input first,
@@ -193,6 +196,7 @@ func (r *Recorder) Submit(ctx context.Context, in coup.Input) (Commit, error) {
 // commit applies in to a copy of the table and commits it; the table moves
 // on only when the commit succeeded.
 func (r *Recorder) commit(ctx context.Context, in coup.Input) (Commit, error) {
+	start := time.Now()
 	next := r.table.Clone()
 	evs := []Event{inputEvent(in, r.table)}
 	derived := next.Apply(in)
@@ -200,6 +204,9 @@ func (r *Recorder) commit(ctx context.Context, in coup.Input) (Commit, error) {
 	recs, err := r.store.AppendBatch(ctx, evs)
 	if err != nil {
 		return Commit{}, err
+	}
+	if r.opt.ObserveCommit != nil {
+		r.opt.ObserveCommit(time.Since(start), len(recs))
 	}
 	r.table = next
 	select {
