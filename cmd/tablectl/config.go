@@ -10,6 +10,8 @@ import (
 
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	signedcmd "github.com/tablectl/tablectl/display/command"
+	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/shoeread"
 )
 
@@ -28,7 +30,53 @@ type Config struct {
 	Shoe    ShoeSection     `json:"shoe"`
 	Audit   AuditSection    `json:"audit"`
 	HTTP    HTTPSection     `json:"http"`
+	// MQTT is publishing and commands. A config file without the section
+	// publishes nothing; "mqtt": {} runs the embedded broker.
+	MQTT *MQTTSection `json:"mqtt"`
 }
+
+// MQTTSection is the broker the table publishes to and takes commands from
+// (docs/mqtt.md).
+type MQTTSection struct {
+	// Disabled turns MQTT off altogether.
+	Disabled bool `json:"disabled,omitempty"`
+	// Broker is the broker's URL: tcp://host:1883, ssl://host:8883,
+	// ws://host/mqtt, wss://...; empty runs the embedded broker.
+	Broker string `json:"broker"`
+	// Listen and WSListen are the embedded broker's TCP and WebSocket
+	// addresses ("off" leaves the WebSocket listener out).
+	Listen   string `json:"listen"`
+	WSListen string `json:"ws_listen"`
+	// Prefix is the topic prefix; default tablectl/<table_id>.
+	Prefix string `json:"prefix"`
+	// ClientID defaults to tablectl-<table_id>.
+	ClientID string `json:"client_id"`
+	Username string `json:"username"`
+	// PasswordFile holds the broker password (one line), so the config
+	// file holds no secret.
+	PasswordFile string `json:"password_file"`
+	// CAFile is the PEM bundle that signs the broker's certificate;
+	// CertFile and KeyFile a client certificate, if the broker wants one.
+	CAFile   string `json:"ca_file"`
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	// Keyring is the supervisors' public keys (deploy/supervisors.json);
+	// without one every command is refused.
+	Keyring string `json:"keyring"`
+	// CommandWindow is how far a command's issued_at may be from the
+	// controller's clock; default 2m.
+	CommandWindow device.Duration `json:"command_window"`
+	// Queue is how many commits wait for the publisher before it reads
+	// them back from the trail; default 4096.
+	Queue int `json:"queue"`
+}
+
+// Defaults of the embedded broker: beside, not on, the standard ports, so
+// that it never collides with a Mosquitto on the same machine.
+const (
+	defaultMQTTListen   = "127.0.0.1:1884"
+	defaultMQTTWSListen = "127.0.0.1:8084"
+)
 
 // TableSection is the house procedure around the coup.
 type TableSection struct {
@@ -125,7 +173,52 @@ func parseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	if c.Audit.CheckpointEvery == 0 {
 		c.Audit.CheckpointEvery = 1000
 	}
+	if c.MQTT != nil && c.MQTT.Disabled {
+		c.MQTT = nil
+	}
+	if c.MQTT != nil {
+		errs = append(errs, c.MQTT.complete(c.TableID, dir))
+	}
 	return c, tc, errors.Join(errs...)
+}
+
+// complete fills in the defaults and checks the section.
+func (m *MQTTSection) complete(table, dir string) error {
+	var errs []error
+	if m.Broker == "" {
+		if m.Listen == "" {
+			m.Listen = defaultMQTTListen
+		}
+		if m.WSListen == "" {
+			m.WSListen = defaultMQTTWSListen
+		}
+	} else if m.Listen != "" || m.WSListen != "" {
+		errs = append(errs, errors.New("mqtt: listen and ws_listen are for the embedded broker; with mqtt.broker set, leave them out"))
+	}
+	if m.Prefix == "" {
+		m.Prefix = mqttpub.DefaultPrefix(table)
+	}
+	if err := mqttpub.CheckPrefix(m.Prefix); err != nil {
+		errs = append(errs, fmt.Errorf("mqtt.prefix: %w", err))
+	}
+	if m.ClientID == "" {
+		m.ClientID = "tablectl-" + table
+	}
+	if m.CommandWindow < 0 {
+		errs = append(errs, errors.New("mqtt.command_window must not be negative"))
+	}
+	if m.CommandWindow == 0 {
+		m.CommandWindow = device.Duration(signedcmd.DefaultWindow)
+	}
+	if m.Queue < 0 {
+		errs = append(errs, errors.New("mqtt.queue must not be negative"))
+	}
+	m.PasswordFile = under(dir, m.PasswordFile)
+	m.CAFile = under(dir, m.CAFile)
+	m.CertFile = under(dir, m.CertFile)
+	m.KeyFile = under(dir, m.KeyFile)
+	m.Keyring = under(dir, m.Keyring)
+	return errors.Join(errs...)
 }
 
 func under(dir, p string) string {

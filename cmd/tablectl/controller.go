@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,11 +19,15 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display"
+	"github.com/tablectl/tablectl/display/broker"
+	signedcmd "github.com/tablectl/tablectl/display/command"
+	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/shoeread"
 )
 
 // controller wires one table: the shoe's port, its protocol reader, the
-// recorder that owns the table and the trail, and the HTTP endpoints.
+// recorder that owns the table and the trail, the HTTP endpoints, and MQTT:
+// the broker (embedded or not), the publisher and the signed commands.
 type controller struct {
 	cfg    Config
 	log    *slog.Logger
@@ -28,6 +36,11 @@ type controller struct {
 	link   *device.Link
 	http   *http.Server
 	ln     net.Listener
+
+	broker   *broker.Broker // the embedded broker, nil with one configured
+	conn     *mqttpub.Conn
+	pub      *mqttpub.Publisher
+	commands *signedcmd.Handler
 }
 
 // controllerHooks let callers (the demo, tests, MQTT) see commits.
@@ -49,9 +62,16 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 		}
 		key = k
 	}
+	ctl := &controller{cfg: c, log: log}
+	// The publisher is made once the trail is open; nothing is committed
+	// before then.
+	var pub *mqttpub.Publisher
 	onCommit := func(cm audit.Commit) {
 		for _, r := range cm.Records {
 			log.Info("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
+		}
+		if pub != nil {
+			pub.Commit(cm)
 		}
 		if hooks.OnCommit != nil {
 			hooks.OnCommit(cm)
@@ -59,6 +79,9 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 	}
 	onFail := func(err error, v coup.View) {
 		log.Error("table suspended: the audit trail cannot be written", "err", err)
+		if pub != nil {
+			pub.WriteFailure(err, v)
+		}
 		if hooks.OnWriteFailure != nil {
 			hooks.OnWriteFailure(err, v)
 		}
@@ -70,12 +93,22 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 	if err != nil {
 		return nil, err
 	}
-	drv, err := shoeread.New(c.Shoe.Driver)
-	if err != nil {
+	ctl.rec = rec
+	fail := func(err error) (*controller, error) {
+		ctl.closeMQTT()
 		rec.Close()
 		return nil, err
 	}
-	ctl := &controller{cfg: c, log: log, rec: rec, reader: shoeread.NewReader(drv)}
+	if c.MQTT != nil {
+		if pub, err = ctl.startMQTT(ctx, tc, hooks.Clock); err != nil {
+			return fail(err)
+		}
+	}
+	drv, err := shoeread.New(c.Shoe.Driver)
+	if err != nil {
+		return fail(err)
+	}
+	ctl.reader = shoeread.NewReader(drv)
 	// Sentences the shoe sent while the controller was down show as a gap.
 	if last := rec.LastShoeSeq(); last > 0 {
 		ctl.reader.Sequencer().Resume(last)
@@ -84,14 +117,12 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 		OnData: ctl.onData, OnState: ctl.onState, Logger: log, Clock: hooks.DeviceClock,
 	})
 	if err != nil {
-		rec.Close()
-		return nil, err
+		return fail(err)
 	}
 	if c.HTTP.Listen != "" {
 		ln, err := net.Listen("tcp", c.HTTP.Listen)
 		if err != nil {
-			rec.Close()
-			return nil, fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err)
+			return fail(fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err))
 		}
 		ctl.ln = ln
 		ctl.http = &http.Server{Handler: display.Handler(rec), ReadHeaderTimeout: 5 * time.Second}
@@ -147,6 +178,16 @@ func (ctl *controller) run(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); ctl.link.Run(ctx) }()
 	go func() { defer wg.Done(); ctl.rec.RunTimers(ctx, time.After) }()
+	if ctl.pub != nil {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := ctl.pub.Run(ctx); err != nil {
+				ctl.log.Error("mqtt publisher stopped", "err", err)
+			}
+		}()
+		go func() { defer wg.Done(); ctl.takeCommands(ctx) }()
+	}
 	if ctl.http != nil {
 		wg.Add(1)
 		go func() {
@@ -164,5 +205,165 @@ func (ctl *controller) run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
+	ctl.closeMQTT()
 	return ctl.rec.Close()
+}
+
+// Flag names that choose the embedded broker's addresses, for errors.
+const (
+	flagMQTTListen   = "--mqtt-listen (mqtt.listen in the config file)"
+	flagMQTTWSListen = "--mqtt-ws-listen (mqtt.ws_listen in the config file)"
+)
+
+// startMQTT starts the embedded broker when none is configured, connects,
+// and makes the publisher and the command handler. The recorder is open.
+func (ctl *controller) startMQTT(ctx context.Context, tc coup.TableConfig, clock audit.Clock) (*mqttpub.Publisher, error) {
+	m := ctl.cfg.MQTT
+	log := ctl.log.With("part", "mqtt")
+	topics := mqttpub.Topics{Prefix: m.Prefix}
+	url, user, pass := m.Broker, m.Username, ""
+	if m.PasswordFile != "" {
+		b, err := readLimited(m.PasswordFile, 4096)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt.password_file: %w", err)
+		}
+		pass = strings.TrimRight(string(b), "\r\n")
+	}
+	if url == "" {
+		// The embedded broker: only the controller, with a password made
+		// now, writes anything but commands.
+		var secret [16]byte
+		rand.Read(secret[:])
+		user, pass = "tablectl", hex.EncodeToString(secret[:])
+		ws := m.WSListen
+		if ws == "off" {
+			ws = ""
+		}
+		b, err := broker.Start(broker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,
+			Writer: user, WriterPassword: pass, OpenTopics: []string{topics.Topic(mqttpub.TopicCmd)}, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		ctl.broker = b
+		url = b.URL()
+		log.Info("embedded MQTT broker listening", "tcp", b.URL(), "ws", b.WSURL())
+	}
+	var tlsCfg *tls.Config
+	if m.CAFile != "" || m.CertFile != "" || strings.HasPrefix(url, "ssl://") || strings.HasPrefix(url, "tls://") ||
+		strings.HasPrefix(url, "mqtts://") || strings.HasPrefix(url, "wss://") {
+		t, err := mqttpub.TLSConfig(m.CAFile, m.CertFile, m.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg = t
+	}
+	conn, err := mqttpub.Dial(mqttpub.ConnOptions{
+		Broker: url, ClientID: m.ClientID, Username: user, Password: pass, TLS: tlsCfg,
+		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(ctl.cfg.TableID),
+		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctl.conn = conn
+
+	keys, err := loadKeyring(m.Keyring)
+	if err != nil {
+		return nil, err
+	}
+	if keys.Len() == 0 {
+		log.Warn("no supervisor keys (mqtt.keyring): every command will be refused")
+	}
+	ver, err := signedcmd.NewVerifier(signedcmd.VerifierOptions{Table: ctl.cfg.TableID, Keys: keys,
+		Window: time.Duration(m.CommandWindow), Clock: clock})
+	if err != nil {
+		return nil, err
+	}
+	if n, err := ver.Restore(ctx, ctl.rec.Store()); err != nil {
+		return nil, fmt.Errorf("read recent command ids from the trail: %w", err)
+	} else if n > 0 {
+		log.Info("command ids remembered from the trail", "ids", n)
+	}
+	pub, err := mqttpub.New(mqttpub.Options{
+		Table: ctl.cfg.TableID, Topics: topics, Client: conn, Trail: ctl.rec.Store(), Config: tc,
+		From: thisStart(ctx, ctl.rec.Store()), Driver: ctl.cfg.Shoe.Driver, Queue: m.Queue, Clock: clock,
+		Roads: mqttpub.RoadsOf[display.RoadsJSON](display.NewRoads(), log), Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctl.pub = pub
+	ctl.commands = &signedcmd.Handler{Verifier: ver, Recorder: ctl.rec, Replier: pub, Clock: clock, Logger: log}
+	return pub, nil
+}
+
+// loadKeyring reads the keyring, or makes an empty one when none is set.
+func loadKeyring(path string) (*signedcmd.Keyring, error) {
+	if path == "" {
+		return signedcmd.ParseKeyring([]byte(`{"keys":[]}`))
+	}
+	k, err := signedcmd.LoadKeyring(path)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt.keyring: %w", err)
+	}
+	return k, nil
+}
+
+// thisStart is the first row this run of the controller wrote: the start
+// row, and the configuration row just before it when the configuration
+// changed. Publishing begins there; earlier rows are on the trail for
+// anyone who asks for a resync.
+func thisStart(ctx context.Context, st *audit.Store) int64 {
+	head := st.Head().Seq
+	if head < 2 {
+		return 1
+	}
+	for rec, err := range st.Events(ctx, audit.Query{From: head - 1, To: head - 1}) {
+		if err == nil && rec.Kind == audit.KindConfig {
+			return head - 1
+		}
+	}
+	return head
+}
+
+// takeCommands hands the commands that arrive on cmd to the handler, one
+// at a time and in order.
+func (ctl *controller) takeCommands(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-ctl.conn.Messages():
+			ctl.commands.Handle(ctx, m.Payload, m.Size)
+		}
+	}
+}
+
+// closeMQTT disconnects and stops the embedded broker, if they run.
+func (ctl *controller) closeMQTT() {
+	if ctl.conn != nil {
+		ctl.conn.Close(500 * time.Millisecond)
+	}
+	if ctl.broker != nil {
+		ctl.broker.Close()
+	}
+}
+
+// brokerURL is where the table publishes ("" without MQTT).
+func (ctl *controller) brokerURL() string {
+	switch {
+	case ctl.broker != nil:
+		return ctl.broker.URL()
+	case ctl.cfg.MQTT != nil:
+		return ctl.cfg.MQTT.Broker
+	}
+	return ""
+}
+
+// topicPrefix is the table's topic prefix ("" without MQTT).
+func (ctl *controller) topicPrefix() string {
+	if ctl.cfg.MQTT == nil {
+		return ""
+	}
+	return ctl.cfg.MQTT.Prefix
 }

@@ -1,0 +1,453 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/device"
+	signedcmd "github.com/tablectl/tablectl/display/command"
+	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/display/mqtttest"
+	"github.com/tablectl/tablectl/shoeread/shoesim"
+)
+
+// mqWait bounds every wait in the MQTT tests; it only guards against a hang.
+const mqWait = 30 * time.Second
+
+func mqQuiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// mqBuffer is a buffer several goroutines write.
+type mqBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *mqBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *mqBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestMQTTConfig(t *testing.T) {
+	base := `{"table_id":"T-1","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}`
+	c, _, err := parseConfig([]byte(base+`,"mqtt":{"keyring":"keys.json"}}`), "/etc/tablectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.MQTT
+	if m.Broker != "" || m.Listen != defaultMQTTListen || m.WSListen != defaultMQTTWSListen || m.Prefix != "tablectl/T-1" ||
+		m.ClientID != "tablectl-T-1" || time.Duration(m.CommandWindow) != signedcmd.DefaultWindow || m.Keyring != "/etc/tablectl/keys.json" {
+		t.Fatalf("defaults: %+v", m)
+	}
+	if c, _, err := parseConfig([]byte(base+`}`), "/"); err != nil || c.MQTT != nil {
+		t.Fatalf("no section: %+v %v", c.MQTT, err)
+	}
+	if c, _, err := parseConfig([]byte(base+`,"mqtt":{"disabled":true}}`), "/"); err != nil || c.MQTT != nil {
+		t.Fatalf("disabled: %+v %v", c.MQTT, err)
+	}
+	for _, tt := range []struct{ doc, want string }{
+		{`{"broker":"tcp://b:1883","listen":"127.0.0.1:1"}`, "embedded broker"},
+		{`{"prefix":"a/+/b"}`, "mqtt.prefix"},
+		{`{"prefix":"/a"}`, "mqtt.prefix"},
+		{`{"command_window":"-1s"}`, "command_window"},
+		{`{"queue":-1}`, "mqtt.queue"},
+		{`{"brokr":"x"}`, "unknown field"},
+	} {
+		if _, _, err := parseConfig([]byte(base+`,"mqtt":`+tt.doc+`}`), "/"); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err %v, want %q", tt.doc, err, tt.want)
+		}
+	}
+	// The flags override the section, and turn MQTT on without one.
+	fs := newFlagSet("run")
+	mf := mqttFlags(fs)
+	if err := fs.Parse([]string{"--mqtt-listen", "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, _ = parseConfig([]byte(base+`}`), "/")
+	if err := mf.apply(&c); err != nil || c.MQTT == nil || c.MQTT.Listen != "127.0.0.1:0" || c.MQTT.Prefix != "tablectl/T-1" {
+		t.Fatalf("flags: %+v %v", c.MQTT, err)
+	}
+}
+
+// mqController is a controller on a simulated shoe through the real serial
+// path, publishing over MQTT.
+type mqController struct {
+	ctl    *controller
+	url    string
+	prefix string
+	trail  string
+	key    string // alice's private key file
+	other  string // a key not in the keyring
+}
+
+// startMQController deals coups coups of a seeded shoe at full speed into a
+// controller whose MQTT section is m (the keyring is filled in).
+func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
+	t.Helper()
+	dir := t.TempDir()
+	keys := t.TempDir()
+	priv, _, entry, err := signedcmd.GenerateKey(keys, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _, err := signedcmd.GenerateKey(keys, "mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Keyring = filepath.Join(dir, "supervisors.json")
+	if err := os.WriteFile(m.Keyring, []byte(`{"keys":[`+string(entry)+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cpKey, _, err := audit.GenerateKey(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "shoe")
+	pty, err := shoesim.OpenPTY(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := shoesim.New(shoesim.Options{Seed: 7, Decks: 8, Coups: coups}, pty, shoesim.NewVirtualClock(time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)), mqQuiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := "MQ-1"
+	c := Config{
+		TableID: table,
+		Shoe: ShoeSection{Driver: "v1", Port: device.Config{Path: link, Baud: 115200, SilentAfter: device.Off,
+			BackoffMin: device.Duration(5 * time.Millisecond), BackoffMax: device.Duration(50 * time.Millisecond)}.WithDefaults()},
+		Audit: AuditSection{Path: filepath.Join(dir, "trail.db"), CheckpointKey: cpKey, CheckpointEvery: 20},
+		MQTT:  m,
+	}
+	if m.Prefix == "" {
+		m.Prefix = mqtttest.Prefix(t)
+	}
+	if err := m.complete(c.TableID, ""); err != nil {
+		t.Fatal(err)
+	}
+	p, err := coup.BuiltinProfile(coup.ProfileVIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := coup.DefaultTableConfig(p)
+	tc.ResultTime = 0 // the simulated dealer goes on at once
+	ctx, cancel := context.WithCancel(context.Background())
+	ctl, err := startController(ctx, c, tc, mqQuiet(), controllerHooks{})
+	if err != nil {
+		cancel()
+		pty.Close()
+		t.Fatal(err)
+	}
+	mc := &mqController{ctl: ctl, url: ctl.brokerURL(), prefix: m.Prefix, trail: c.Audit.Path, key: priv, other: other}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	ctlErr := make(chan error, 1)
+	go func() { ctlErr <- ctl.run(ctx) }()
+	go func() { defer wg.Done(); sim.Run(ctx, true) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-ctlErr:
+			if err != nil {
+				t.Errorf("controller: %v", err)
+			}
+		case <-time.After(mqWait):
+			t.Error("the controller did not stop")
+		}
+		wg.Wait()
+		pty.Close()
+	})
+	return mc
+}
+
+// supervise runs a supervisor command as the CLI does.
+func (mc *mqController) supervise(t *testing.T, key, action string, args ...string) (signedcmd.Reply, error) {
+	t.Helper()
+	var out bytes.Buffer
+	args = append([]string{"--broker", mc.url, "--table", mc.ctl.cfg.TableID, "--prefix", mc.prefix, "--key", key, "--timeout", "20s"}, args...)
+	err := runSupervise(action, args, &out)
+	var rep signedcmd.Reply
+	if out.Len() > 0 {
+		if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
+			t.Fatalf("%s printed %q: %v", action, out.String(), jerr)
+		}
+	}
+	return rep, err
+}
+
+// TestControllerOverMQTT deals a shoe through the serial path into a
+// controller and checks, at a subscriber on each kind of broker: every row
+// once and in order, each in the trail when it arrived, every retained
+// topic, then supervisor commands from the CLI, accepted and refused.
+func TestControllerOverMQTT(t *testing.T) {
+	brokers := map[string]func(t *testing.T) *MQTTSection{
+		"mosquitto": func(t *testing.T) *MQTTSection {
+			return &MQTTSection{Broker: mqtttest.Shared(t)}
+		},
+		"embedded": func(t *testing.T) *MQTTSection {
+			return &MQTTSection{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0"}
+		},
+	}
+	for name, section := range brokers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			m := section(t)
+			m.Prefix = mqtttest.Prefix(t)
+			topics := mqttpub.Topics{Prefix: m.Prefix}
+			// Subscribe before the controller starts, to see every row. The
+			// embedded broker only exists once it does: there the stream
+			// from row 1 is checked through a resync instead.
+			var sub *mqtttest.Subscriber
+			var violations []int64
+			var mu sync.Mutex
+			var reader *audit.Reader
+			check := func(msg mqtttest.Msg) {
+				if msg.Topic != topics.Topic(mqttpub.TopicPitEvents) {
+					return
+				}
+				var e mqttpub.Event
+				json.Unmarshal(msg.Payload, &e)
+				mu.Lock()
+				defer mu.Unlock()
+				found := false
+				if reader != nil {
+					for r, err := range reader.Events(context.Background(), audit.Query{From: e.Seq, To: e.Seq}) {
+						found = err == nil && r.Seq == e.Seq
+					}
+				}
+				if !found {
+					violations = append(violations, e.Seq)
+				}
+			}
+			if m.Broker != "" {
+				sub = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: m.Broker, Topics: []string{m.Prefix + "/#"}, OnMessage: check})
+			}
+			mc := startMQController(t, m, 3)
+			mu.Lock()
+			var err error
+			if reader, err = audit.OpenReader(context.Background(), mc.trail); err != nil {
+				mu.Unlock()
+				t.Fatal(err)
+			}
+			mu.Unlock()
+			defer reader.Close()
+			if sub == nil {
+				sub = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: mc.url, Topics: []string{m.Prefix + "/#"}, OnMessage: check})
+				rep, err := mc.supervise(t, mc.key, "resync", "--from", "1")
+				if err != nil || rep.Result != signedcmd.Accepted {
+					t.Fatalf("resync: %+v %v", rep, err)
+				}
+			}
+			// The simulated shoe deals three coups; then the table waits
+			// for bets on the fourth.
+			msgs := sub.Wait(mqWait, "three coups on every topic", func(ms []mqtttest.Msg) bool {
+				st, ok := mqtttest.Last(ms, topics.Topic(mqttpub.TopicPublicShoe))
+				var ps mqttpub.PublicShoe
+				if !ok || json.Unmarshal(st.Payload, &ps) != nil || ps.Coup != 4 {
+					return false
+				}
+				for _, tp := range []string{mqttpub.TopicStatus, mqttpub.TopicPublicCoup, mqttpub.TopicPitCoup,
+					mqttpub.TopicPitShoe, mqttpub.TopicPitAlertsActive, mqttpub.TopicPitCheckpoint} {
+					if _, ok := mqtttest.Last(ms, topics.Topic(tp)); !ok {
+						return false
+					}
+				}
+				// The roads follow public/shoe in the same publish: wait
+				// for the third coup on them.
+				var roads struct {
+					BeadPlate []json.RawMessage `json:"bead_plate"`
+				}
+				rd, ok := mqtttest.Last(ms, topics.Topic(mqttpub.TopicPublicRoads))
+				if !ok || json.Unmarshal(rd.Payload, &roads) != nil || len(roads.BeadPlate) < 3 {
+					return false
+				}
+				return hasSeqs(ms, topics, mc.ctl.rec.Store().Head().Seq)
+			})
+			mu.Lock()
+			if len(violations) > 0 {
+				t.Fatalf("rows published before they were in the trail: %v", violations)
+			}
+			mu.Unlock()
+			var roads struct {
+				BeadPlate []json.RawMessage `json:"bead_plate"`
+			}
+			rd, _ := mqtttest.Last(msgs, topics.Topic(mqttpub.TopicPublicRoads))
+			if json.Unmarshal(rd.Payload, &roads); len(roads.BeadPlate) != 3 {
+				t.Fatalf("public/roads after three coups: %s", rd.Payload)
+			}
+			if m.Broker != "" {
+				// Subscribed from the start: every row exactly once, in order.
+				var got []int64
+				for _, x := range msgs {
+					if x.Topic == topics.Topic(mqttpub.TopicPitEvents) {
+						var e mqttpub.Event
+						json.Unmarshal(x.Payload, &e)
+						got = append(got, e.Seq)
+					}
+				}
+				for i, s := range got {
+					if s != int64(i+1) {
+						t.Fatalf("rows out of order or missing at %d: %v", i, got)
+					}
+				}
+			}
+
+			// Supervisor commands from the command line.
+			if rep, err := mc.supervise(t, mc.key, "suspend", "--reason", "camera 3 down"); err != nil || rep.Result != signedcmd.Accepted || rep.By != "alice" {
+				t.Fatalf("suspend: %+v %v", rep, err)
+			}
+			if _, pit := mc.ctl.rec.View(); !pit.Suspended || pit.SuspendReason != "camera 3 down" {
+				t.Fatalf("not suspended: %+v", pit)
+			}
+			if rep, err := mc.supervise(t, mc.key, "resume"); err != nil || rep.Result != signedcmd.Accepted {
+				t.Fatalf("resume: %+v %v", rep, err)
+			}
+			rep, err := mc.supervise(t, mc.key, "resume")
+			if !errors.Is(err, errRefused) || rep.Code != signedcmd.CodeTable {
+				t.Fatalf("second resume: %+v %v", rep, err)
+			}
+			rep, err = mc.supervise(t, mc.other, "suspend", "--as", "alice")
+			if !errors.Is(err, errRefused) || rep.Code != signedcmd.CodeBadSignature {
+				t.Fatalf("another key: %+v %v", rep, err)
+			}
+			rep, err = mc.supervise(t, mc.other, "suspend")
+			if !errors.Is(err, errRefused) || rep.Code != signedcmd.CodeUnknownKey {
+				t.Fatalf("unknown key: %+v %v", rep, err)
+			}
+			// A table that does not answer: the command line gives up.
+			var out bytes.Buffer
+			err = runSupervise("suspend", []string{"--broker", mc.url, "--table", "NOBODY", "--key", mc.key, "--timeout", "300ms"}, &out)
+			if err == nil || !strings.Contains(err.Error(), "no reply") {
+				t.Fatalf("no table: %v", err)
+			}
+			if m.Broker != "" {
+				var tops []string
+				for _, tp := range []string{mqttpub.TopicStatus, mqttpub.TopicPublicCoup, mqttpub.TopicPitCoup, mqttpub.TopicPublicShoe,
+					mqttpub.TopicPublicRoads, mqttpub.TopicPitShoe, mqttpub.TopicPitAlertsActive, mqttpub.TopicPitCheckpoint} {
+					tops = append(tops, topics.Topic(tp))
+				}
+				t.Cleanup(func() { mqtttest.ClearRetained(t, m.Broker, "", "", tops...) })
+			}
+		})
+	}
+}
+
+// hasSeqs reports whether msgs hold every row from 1 to head on pit/events.
+func hasSeqs(msgs []mqtttest.Msg, topics mqttpub.Topics, head int64) bool {
+	seen := map[int64]bool{}
+	for _, m := range msgs {
+		if m.Topic == topics.Topic(mqttpub.TopicPitEvents) {
+			var e mqttpub.Event
+			if json.Unmarshal(m.Payload, &e) == nil {
+				seen[e.Seq] = true
+			}
+		}
+	}
+	for s := int64(1); s <= head; s++ {
+		if !seen[s] {
+			return false
+		}
+	}
+	return head > 0
+}
+
+// TestDemo runs the demo as a newcomer would (on free ports, fast), sees a
+// coup arrive over MQTT and the HTTP endpoint answer, then stops it as
+// Ctrl-C does: the trail it leaves verifies.
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan demoInfo, 1)
+	var out, logs mqBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- demo(ctx, demoOptions{dir: filepath.Join(dir, "demo"), table: "DEMO", profile: coup.ProfileVIP,
+			mqttListen: "127.0.0.1:0", mqttWS: "127.0.0.1:0", http: "127.0.0.1:0", pace: 5 * time.Millisecond, coupPace: -1,
+			seed: 3, shoes: 1, ready: func(i demoInfo) { ready <- i }, logTo: &logs}, &out)
+	}()
+	var info demoInfo
+	select {
+	case info = <-ready:
+	case err := <-done:
+		t.Fatalf("demo stopped: %v\n%s", err, logs.String())
+	case <-time.After(mqWait):
+		t.Fatalf("demo not ready:\n%s", logs.String())
+	}
+	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: info.MQTT, Topics: []string{info.Prefix + "/#"}})
+	sub.Wait(mqWait, "a coup's result", func(ms []mqtttest.Msg) bool {
+		for _, m := range ms {
+			var e mqttpub.Event
+			if m.Topic == info.Prefix+"/"+mqttpub.TopicPitEvents && json.Unmarshal(m.Payload, &e) == nil && e.Kind == string(coup.EvCoupResult) {
+				return true
+			}
+		}
+		return false
+	})
+	for _, want := range []string{info.MQTT, info.WS, info.Prefix + "/#", info.Trail, "mosquitto_sub", "Ctrl-C"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the demo does not say %q:\n%s", want, out.String())
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("demo: %v\n%s", err, logs.String())
+		}
+	case <-time.After(mqWait):
+		t.Fatal("demo did not stop")
+	}
+	rep, err := audit.Verify(context.Background(), info.Trail, audit.VerifyOptions{})
+	if err != nil || !rep.OK() {
+		t.Fatalf("the demo's trail: %v %+v", err, rep)
+	}
+	// A second run sets the first trail aside and starts a fresh table.
+	if err := setAside(info.Trail); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(info.Trail); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("trail still there: %v", err)
+	}
+	olds, _ := filepath.Glob(filepath.Join(filepath.Dir(info.Trail), "demo.*.db"))
+	if len(olds) != 1 {
+		t.Fatalf("set aside: %v", olds)
+	}
+}
+
+func TestKeygen(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := runKeygen([]string{"--name", "carol", "--out", dir}, &out); err != nil {
+		t.Fatal(err)
+	}
+	kr, err := signedcmd.ParseKeyring([]byte(fmt.Sprintf(`{"keys":[%s]}`, bytes.TrimSpace(out.Bytes()))))
+	if err != nil || len(kr.Lookup("carol")) != 1 {
+		t.Fatalf("entry %q: %v", out.String(), err)
+	}
+	if _, err := audit.LoadPrivateKey(filepath.Join(dir, "carol.key")); err != nil {
+		t.Fatal(err)
+	}
+	if err := runKeygen([]string{"--out", dir}, &out); err == nil {
+		t.Fatal("no --name accepted")
+	}
+}

@@ -1,0 +1,267 @@
+package command
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+)
+
+// MaxBytes bounds a command on the wire. A real one is about 300 bytes;
+// anything larger is refused unread.
+const MaxBytes = 8 << 10
+
+// maxReason bounds the supervisor's words, which go into the trail.
+const maxReason = 1024
+
+// SigningDomain opens the signed bytes, so a command signature can never be
+// taken for a signature of anything else.
+const SigningDomain = "tablectl-command-v1\n"
+
+// ActionResync asks the publisher to send the audit rows from a sequence
+// number again; the table itself does not see it.
+const ActionResync = "resync"
+
+// Actions are every action a command may carry.
+var Actions = []string{
+	coup.ActionVoid, coup.ActionSuspend, coup.ActionResume, coup.ActionCard,
+	coup.ActionShoeStart, coup.ActionShoeEnd, coup.ActionBetsClosed, ActionResync,
+}
+
+// Command is one signed command as it travels on MQTT. Arguments that do
+// not apply to the action are left out.
+type Command struct {
+	// Table is the table id the command is for; another table refuses it.
+	Table string `json:"table"`
+	// ID is unique per command (1 to 64 bytes of A-Z a-z 0-9 . _ : -);
+	// the reply echoes it and a second command with the same id is refused.
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	// Supervisor names the keyring entry whose key signed the command.
+	Supervisor string `json:"supervisor"`
+	// IssuedAt is when it was signed, RFC 3339.
+	IssuedAt string `json:"issued_at"`
+	// Coup names the coup a void or bets-closed is for (0: in progress).
+	Coup int `json:"coup,omitempty"`
+	// Card is a manual entry's card, as "KH".
+	Card string `json:"card,omitempty"`
+	// From is the first audit sequence number a resync sends again.
+	From int64 `json:"from,omitempty"`
+	// Reason is the supervisor's words, kept in the trail.
+	Reason string `json:"reason,omitempty"`
+	// Sig is the Ed25519 signature of SigningBytes, in standard base64.
+	Sig string `json:"sig,omitempty"`
+}
+
+// fields are the members a command object may have.
+var fields = []string{"table", "id", "action", "supervisor", "issued_at", "coup", "card", "from", "reason", "sig"}
+
+// SigningBytes are the exact bytes signed: SigningDomain followed by the
+// canonical JSON (see docs/audit.md, "Canonical JSON") of the command
+// object without its "sig" member. Canonical JSON sorts keys, drops
+// whitespace and writes strings with only '"', '\\' and control characters
+// escaped, so any JSON library can reproduce it for a command (strings and
+// integers only).
+func (c Command) SigningBytes() ([]byte, error) {
+	c.Sig = ""
+	canon, err := audit.CanonicalJSON(c)
+	if err != nil {
+		return nil, fmt.Errorf("command: %w", err)
+	}
+	return append([]byte(SigningDomain), canon...), nil
+}
+
+// Sign sets c.Sig to key's signature of c's signing bytes.
+func (c *Command) Sign(key ed25519.PrivateKey) error {
+	if len(key) != ed25519.PrivateKeySize {
+		return fmt.Errorf("command: signing key is %d bytes, want an Ed25519 private key", len(key))
+	}
+	msg, err := c.SigningBytes()
+	if err != nil {
+		return err
+	}
+	c.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(key, msg))
+	return nil
+}
+
+// Marshal encodes a signed command for the wire (canonical JSON).
+func (c Command) Marshal() ([]byte, error) {
+	return audit.CanonicalJSON(c)
+}
+
+// NewID returns a random command id: 32 hex digits.
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on the systems tablectl runs on.
+		panic("command: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// FormatTime writes an issue time as commands carry it: RFC 3339, UTC,
+// milliseconds.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// parsed is a command read from the wire, with the bytes its signature
+// must cover.
+type parsed struct {
+	cmd     Command
+	signed  []byte
+	sig     []byte
+	issued  time.Time
+	card    *coup.Card
+	refusal *Refusal // set when it cannot be used
+}
+
+// parse reads a command strictly. On failure the refusal carries whatever
+// identifying fields could be read, so the reply can still echo the id.
+func parse(payload []byte) parsed {
+	var p parsed
+	if len(payload) > MaxBytes {
+		p.refusal = refuse(CodeOversized, "the command is %d bytes or more; the limit is %d", len(payload), MaxBytes)
+		return p
+	}
+	if !utf8.Valid(payload) {
+		p.refusal = refuse(CodeMalformed, "the command is not valid UTF-8")
+		return p
+	}
+	canon, err := audit.Canonicalize(payload)
+	if err != nil {
+		p.refusal = refuse(CodeMalformed, "the command is not one JSON object: %v", err)
+		return p
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(canon, &members); err != nil || members == nil {
+		p.refusal = refuse(CodeMalformed, "the command is not a JSON object")
+		return p
+	}
+	// Read what identifies the command first, for the refusal.
+	for name, dst := range map[string]*string{"id": &p.cmd.ID, "action": &p.cmd.Action, "supervisor": &p.cmd.Supervisor, "table": &p.cmd.Table} {
+		if raw, ok := members[name]; ok {
+			var s string
+			if json.Unmarshal(raw, &s) == nil && utf8.ValidString(s) && len(s) <= 64 {
+				*dst = s
+			}
+		}
+	}
+	fail := func(format string, args ...any) parsed {
+		r := refuse(CodeMalformed, format, args...)
+		r.identify(p.cmd)
+		p.refusal = r
+		return p
+	}
+	for name := range members {
+		if !slices.Contains(fields, name) {
+			return fail("unknown field %q", clip(name))
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(canon))
+	dec.DisallowUnknownFields()
+	var c Command
+	if err := dec.Decode(&c); err != nil {
+		return fail("%v", err)
+	}
+	p.cmd = c
+	switch {
+	case c.Table == "":
+		return fail("no table")
+	case len(c.Table) > 64:
+		return fail("table id longer than 64 bytes")
+	case !validID(c.ID):
+		return fail("id %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ : -", clip(c.ID))
+	case !slices.Contains(Actions, c.Action):
+		return fail("unknown action %q", clip(c.Action))
+	case !validName(c.Supervisor):
+		return fail("supervisor %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Supervisor))
+	case c.Sig == "":
+		return fail("no signature")
+	case len(c.Reason) > maxReason:
+		return fail("reason longer than %d bytes", maxReason)
+	case c.Coup < 0:
+		return fail("coup %d: want 0 or more", c.Coup)
+	case c.From < 0:
+		return fail("from %d: want 1 or more", c.From)
+	}
+	if p.issued, err = time.Parse(time.RFC3339Nano, c.IssuedAt); err != nil {
+		return fail("issued_at %q: want RFC 3339", clip(c.IssuedAt))
+	}
+	if p.sig, err = base64.StdEncoding.Strict().DecodeString(c.Sig); err != nil || len(p.sig) != ed25519.SignatureSize {
+		return fail("sig: want %d bytes in standard base64", ed25519.SignatureSize)
+	}
+	switch c.Action {
+	case coup.ActionCard:
+		card, err := coup.ParseCard(c.Card)
+		if err != nil {
+			return fail("card %q: %v", clip(c.Card), err)
+		}
+		p.card = &card
+	case ActionResync:
+		if c.From < 1 {
+			return fail("resync needs from, the first sequence number to send")
+		}
+	}
+	if c.Card != "" && c.Action != coup.ActionCard {
+		return fail("card is only for the card action")
+	}
+	if c.From != 0 && c.Action != ActionResync {
+		return fail("from is only for the resync action")
+	}
+	// The signed bytes are the object as received, less its signature.
+	delete(members, "sig")
+	obj, err := json.Marshal(members)
+	if err == nil {
+		obj, err = audit.Canonicalize(obj)
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	p.signed = append([]byte(SigningDomain), obj...)
+	return p
+}
+
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '@' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// clip shortens text from outside for messages.
+func clip(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	if !utf8.ValidString(s) {
+		s = fmt.Sprintf("%x", s)
+	}
+	return s
+}

@@ -1,0 +1,206 @@
+package command
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+)
+
+// KindAccepted records a verified command that the table does not carry
+// out itself (resync): the publisher acts on the row. Table actions are
+// recorded as their in.cmd input and the table's command_accepted or
+// command_refused event instead.
+const KindAccepted = "ctl.command_accepted"
+
+// AcceptedBody is the body of a KindAccepted row.
+type AcceptedBody struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	By     string `json:"by"`
+	From   int64  `json:"from,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// RejectedBody is the body of an audit.KindRejected row: a command refused
+// before it reached the table. The command itself is not stored (it may be
+// hostile); its size and SHA-256 identify it.
+type RejectedBody struct {
+	ID         string `json:"id,omitempty"`
+	Action     string `json:"action,omitempty"`
+	Supervisor string `json:"supervisor,omitempty"`
+	Table      string `json:"table,omitempty"`
+	Code       string `json:"code"`
+	Reason     string `json:"reason"`
+	Bytes      int    `json:"bytes"`
+	SHA256     string `json:"sha256"`
+}
+
+// Results of a command.
+const (
+	Accepted = "accepted"
+	Refused  = "refused"
+)
+
+// Reply answers one command on cmd/reply.
+type Reply struct {
+	// ID echoes the command's id ("" when it could not be read).
+	ID     string `json:"id"`
+	Action string `json:"action,omitempty"`
+	By     string `json:"by,omitempty"`
+	Result string `json:"result"`
+	// Code and Reason say why a command was refused; Code is one of the
+	// Code constants.
+	Code   string `json:"code,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Seq is the audit row that recorded the outcome (0 when the trail
+	// could not be written).
+	Seq int64     `json:"seq,omitempty"`
+	At  time.Time `json:"at"`
+	// From and To are the rows a resync sent again.
+	From int64 `json:"from,omitempty"`
+	To   int64 `json:"to,omitempty"`
+}
+
+// tableCommandEvent is the part of a command_accepted or command_refused
+// event body a reply needs.
+type tableCommandEvent struct {
+	Command string `json:"command"`
+	Action  string `json:"action"`
+	By      string `json:"by"`
+	Reason  string `json:"reason"`
+}
+
+// ReplyFor returns the reply a trail row calls for, if any: the table's
+// command_accepted and command_refused events, and KindRejected rows.
+// (KindAccepted rows are answered by whoever carries them out.)
+func ReplyFor(rec audit.Record) (Reply, bool) {
+	r := Reply{Seq: rec.Seq, At: rec.At}
+	switch rec.Kind {
+	case string(coup.EvCommandDone), string(coup.EvCommandRefused):
+		var e tableCommandEvent
+		if json.Unmarshal(rec.Body, &e) != nil {
+			return Reply{}, false
+		}
+		r.ID, r.Action, r.By = e.Command, e.Action, e.By
+		r.Result = Accepted
+		if rec.Kind == string(coup.EvCommandRefused) {
+			r.Result, r.Code, r.Reason = Refused, CodeTable, e.Reason
+		}
+		return r, true
+	case audit.KindRejected:
+		var b RejectedBody
+		if json.Unmarshal(rec.Body, &b) != nil {
+			return Reply{}, false
+		}
+		r.ID, r.Action, r.By, r.Result, r.Code, r.Reason = b.ID, b.Action, b.Supervisor, Refused, b.Code, b.Reason
+		return r, true
+	}
+	return Reply{}, false
+}
+
+// Recorder is where the Handler records commands (*audit.Recorder).
+type Recorder interface {
+	Submit(ctx context.Context, in coup.Input) (audit.Commit, error)
+	Record(ctx context.Context, e audit.Event) (audit.Record, error)
+}
+
+// Replier sends a reply directly, for the one case where no trail row can
+// carry it: the trail cannot be written.
+type Replier interface {
+	Reply(Reply)
+}
+
+// Handler takes commands off the wire: it verifies each, records it
+// (refused ones as audit.KindRejected rows, table actions as table inputs,
+// resync as a KindAccepted row) and leaves the reply to whoever publishes
+// the trail, so a reply never runs ahead of the record.
+type Handler struct {
+	Verifier *Verifier
+	Recorder Recorder
+	Replier  Replier
+	Clock    audit.Clock
+	Logger   *slog.Logger
+}
+
+// Handle deals with one command. size is the payload's size on the wire
+// when payload was cut short (0 when it is whole).
+func (h *Handler) Handle(ctx context.Context, payload []byte, size int) {
+	log := h.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if size < len(payload) {
+		size = len(payload)
+	}
+	var v Verified
+	var err error
+	if size > MaxBytes {
+		err = refuse(CodeOversized, "the command is %d bytes; the limit is %d", size, MaxBytes)
+	} else {
+		v, err = h.Verifier.Verify(payload)
+	}
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		sum := sha256.Sum256(payload)
+		body := RejectedBody{ID: ref.ID, Action: ref.Action, Supervisor: ref.Supervisor, Table: ref.Table,
+			Code: ref.Code, Reason: ref.Reason, Bytes: size, SHA256: hex.EncodeToString(sum[:])}
+		log.Warn("command refused", "id", ref.ID, "action", ref.Action, "supervisor", ref.Supervisor, "code", ref.Code, "reason", ref.Reason)
+		if _, err := h.Recorder.Record(ctx, audit.Event{Kind: audit.KindRejected, Body: body}); err != nil {
+			h.direct(Reply{ID: ref.ID, Action: ref.Action, By: ref.Supervisor, Result: Refused, Code: ref.Code,
+				Reason: ref.Reason + " (and the refusal could not be recorded: " + err.Error() + ")"})
+		}
+		return
+	}
+	c := v.Command
+	log.Info("command verified", "id", c.ID, "action", c.Action, "supervisor", c.Supervisor)
+	if c.Action == ActionResync {
+		_, err = h.Recorder.Record(ctx, audit.Event{Kind: KindAccepted, Body: AcceptedBody{ID: c.ID, Action: c.Action, By: c.Supervisor, From: c.From, Reason: c.Reason}})
+	} else {
+		_, err = h.Recorder.Submit(ctx, v.Input())
+	}
+	if err != nil {
+		h.direct(Reply{ID: c.ID, Action: c.Action, By: c.Supervisor, Result: Refused, Code: CodeTrail,
+			Reason: "the audit trail cannot be written: " + err.Error()})
+	}
+}
+
+func (h *Handler) direct(r Reply) {
+	if h.Clock != nil {
+		r.At = h.Clock.Now().UTC()
+	} else {
+		r.At = time.Now().UTC()
+	}
+	if h.Replier != nil {
+		h.Replier.Reply(r)
+	}
+}
+
+// Run handles the commands from in until ctx is done or in is closed.
+func (h *Handler) Run(ctx context.Context, in <-chan Message) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-in:
+			if !ok {
+				return
+			}
+			h.Handle(ctx, m.Payload, m.Size)
+		}
+	}
+}
+
+// Message is one command as it came off the wire. Payload may be cut short
+// (at MaxBytes+1) so an oversized message is never copied whole; Size is its
+// size on the wire.
+type Message struct {
+	Payload []byte
+	Size    int
+}

@@ -1,0 +1,191 @@
+package command
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// maxKeyring bounds the keyring file: a few hundred supervisors.
+const maxKeyring = 1 << 20
+
+// ActionsAll in a key's actions permits every action.
+const ActionsAll = "*"
+
+// Key is one keyring entry: a supervisor's (or the game server's) public
+// key and the actions it may sign.
+type Key struct {
+	Name      string
+	PublicKey ed25519.PublicKey
+	Actions   []string
+}
+
+// Permits reports whether the key may sign action.
+func (k Key) Permits(action string) bool {
+	return slices.Contains(k.Actions, ActionsAll) || slices.Contains(k.Actions, action)
+}
+
+// Keyring holds the public keys commands are checked against. A name may
+// have more than one key (while a key is being replaced).
+type Keyring struct {
+	keys []Key
+}
+
+// keyringJSON is the keyring file (deploy/supervisors.json).
+type keyringJSON struct {
+	Keys []keyJSON `json:"keys"`
+}
+
+type keyJSON struct {
+	Name string `json:"name"`
+	// PublicKey is the raw 32-byte Ed25519 public key in standard base64.
+	PublicKey string   `json:"public_key"`
+	Actions   []string `json:"actions"`
+	Comment   string   `json:"comment,omitempty"`
+}
+
+// ParseKeyring reads a keyring file strictly: unknown fields, a bad name,
+// key or action, a repeated key, and trailing data are errors.
+func ParseKeyring(data []byte) (*Keyring, error) {
+	if len(data) > maxKeyring {
+		return nil, fmt.Errorf("keyring: %d bytes, more than %d", len(data), maxKeyring)
+	}
+	var kj keyringJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&kj); err != nil {
+		return nil, fmt.Errorf("keyring: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("keyring: data after the JSON document")
+	}
+	kr := &Keyring{}
+	seen := map[string]bool{}
+	var errs []error
+	for i, e := range kj.Keys {
+		if !validName(e.Name) {
+			errs = append(errs, fmt.Errorf("keyring: key %d: name %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", i, clip(e.Name)))
+			continue
+		}
+		pub, err := base64.StdEncoding.Strict().DecodeString(e.PublicKey)
+		if err != nil || len(pub) != ed25519.PublicKeySize {
+			errs = append(errs, fmt.Errorf("keyring: key %d (%s): public_key: want %d bytes in standard base64", i, e.Name, ed25519.PublicKeySize))
+			continue
+		}
+		if seen[string(pub)] {
+			errs = append(errs, fmt.Errorf("keyring: key %d (%s): the same public key is listed twice", i, e.Name))
+			continue
+		}
+		seen[string(pub)] = true
+		if len(e.Actions) == 0 {
+			errs = append(errs, fmt.Errorf("keyring: key %d (%s): no actions: list them, or \"*\" for all", i, e.Name))
+			continue
+		}
+		for _, a := range e.Actions {
+			if a != ActionsAll && !slices.Contains(Actions, a) {
+				errs = append(errs, fmt.Errorf("keyring: key %d (%s): unknown action %q", i, e.Name, clip(a)))
+			}
+		}
+		kr.keys = append(kr.keys, Key{Name: e.Name, PublicKey: ed25519.PublicKey(pub), Actions: slices.Clone(e.Actions)})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return kr, nil
+}
+
+// LoadKeyring reads the keyring file at path.
+func LoadKeyring(path string) (*Keyring, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyring+1))
+	if err != nil {
+		return nil, fmt.Errorf("keyring %s: %w", path, err)
+	}
+	kr, err := ParseKeyring(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return kr, nil
+}
+
+// Lookup returns the keys of name.
+func (kr *Keyring) Lookup(name string) []Key {
+	var out []Key
+	for _, k := range kr.keys {
+		if k.Name == name {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Len is the number of keys.
+func (kr *Keyring) Len() int { return len(kr.keys) }
+
+// Entry is the keyring entry for a key, as a line to paste into the file.
+func Entry(name string, pub ed25519.PublicKey, actions []string) ([]byte, error) {
+	return json.Marshal(keyJSON{Name: name, PublicKey: base64.StdEncoding.EncodeToString(pub), Actions: actions})
+}
+
+// GenerateKey makes a supervisor's key pair in dir: NAME.key (PKCS #8 PEM,
+// mode 0600), which signs commands and never leaves the supervisor, and
+// NAME.pub (PKIX PEM). It never overwrites a file. The keyring entry for
+// the public key is returned for the controller's keyring.
+func GenerateKey(dir, name string) (privPath, pubPath string, entry []byte, err error) {
+	if !validName(name) {
+		return "", "", nil, fmt.Errorf("name %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(name))
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("generate key: %w", err)
+	}
+	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("encode private key: %w", err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("encode public key: %w", err)
+	}
+	privPath = filepath.Join(dir, name+".key")
+	pubPath = filepath.Join(dir, name+".pub")
+	if err := writeNew(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
+		return "", "", nil, err
+	}
+	if err := writeNew(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
+		os.Remove(privPath)
+		return "", "", nil, err
+	}
+	entry, err = Entry(name, pub, []string{ActionsAll})
+	return privPath, pubPath, entry, err
+}
+
+func writeNew(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("create key file: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write key file %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync key file %s: %w", path, err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,384 @@
+package mqttpub
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/display/command"
+)
+
+// RoadsFunc sees every row the publisher applies, in order, with the table
+// as that row's commit left it, and returns the public/roads payload when it
+// changed. RoadsOf makes one from a scoreboard.
+type RoadsFunc func(rec audit.Record, t *coup.Table) (payload []byte, changed bool)
+
+// engine turns rows into messages: it is the part of publishing that both
+// the live Publisher and Republish share. It holds a copy of the table,
+// rebuilt row by row with audit.Replayer, and the last payload of every
+// retained topic, so a retained topic is only published when it changes.
+type engine struct {
+	topics Topics
+	table  string
+	driver string
+	state  string // "online" or "replay"
+	roads  RoadsFunc
+	log    *slog.Logger
+
+	rp  *audit.Replayer
+	seq int64 // the last row applied
+	at  time.Time
+
+	last        map[string][]byte // retained payloads as last published
+	roadsJSON   []byte
+	checkpoint  []byte
+	shoeDue     bool
+	shoe        PitShoe            // the last analysis
+	shoeAlerts  []Message          // advantage alerts raised or resolved by it, not yet published
+	quiet       bool               // rebuilding: no analysis until publishing starts
+	advantage   map[coup.Bet]Alert // the bets now in the player's favour
+	auditFail   string             // why the trail cannot be written, "" when it can
+	auditSince  int64              // the head when it failed
+	auditAt     time.Time          // when it failed
+	auditReason string             // the last failure, kept for its resolution
+	auditRaised bool
+}
+
+func newEngine(topics Topics, table, driver, state string, cfg coup.TableConfig, roads RoadsFunc, log *slog.Logger) (*engine, error) {
+	rp, err := audit.NewReplayer(cfg, audit.ReplayVisitor{})
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &engine{
+		topics: topics, table: table, driver: driver, state: state, roads: roads, log: log,
+		rp: rp, last: map[string][]byte{}, roadsJSON: []byte("{}"), shoeDue: true,
+		advantage: map[coup.Bet]Alert{},
+	}, nil
+}
+
+// apply moves the table copy on by one row. Rows must come in order.
+func (e *engine) apply(rec audit.Record) {
+	if e.shoeDue && !e.quiet && (coup.IsInput(rec.Kind) || strings.HasPrefix(rec.Kind, "ctl.")) {
+		// The commit that made the analysis due is complete: price the
+		// shoe as it left it, whenever the result is published.
+		e.analyseNow()
+	}
+	e.rp.Row(rec)
+	e.seq, e.at = rec.Seq, rec.At
+	switch coup.EventKind(rec.Kind) {
+	case coup.EvCoupResult, coup.EvCoupVoided, coup.EvShoeStarted, coup.EvShoeEnded, coup.EvBurnDone:
+		e.shoeDue = true
+	}
+	if rec.Kind == audit.KindConfig {
+		e.shoeDue = true
+	}
+	if e.auditFail != "" && rec.Seq > e.auditSince {
+		// The trail took a row: it is writable again. Keep the message for
+		// the resolved alert.
+		e.auditFail = ""
+	}
+	if e.roads != nil {
+		if p, changed := e.roads(rec, e.rp.Table()); changed && len(p) > 0 {
+			e.roadsJSON = p
+		}
+	}
+	if rec.Checkpoint != nil {
+		e.setCheckpoint(*rec.Checkpoint)
+	}
+}
+
+func (e *engine) setCheckpoint(c audit.Checkpoint) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		e.log.Warn("checkpoint does not encode", "seq", c.Seq, "err", err)
+		return
+	}
+	e.checkpoint = b
+}
+
+func (e *engine) msg(topic string, qos byte, retained bool, v any) (Message, bool) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only a bug makes a payload unencodable; say so and carry on.
+		e.log.Error("payload does not encode", "topic", topic, "err", err)
+		return Message{}, false
+	}
+	return Message{Topic: e.topics.Topic(topic), QoS: qos, Retained: retained, Payload: b}, true
+}
+
+// eventMessage is the pit/events message of a row.
+func (e *engine) eventMessage(rec audit.Record) Message {
+	m, _ := e.msg(TopicPitEvents, 1, false, EventOf(rec))
+	return m
+}
+
+// rowMessages are the messages a row calls for besides its event: the
+// alert it raises or resolves, and the reply to the command it records.
+// They depend on the row alone, so they can be made again when a row must
+// be sent again.
+func (e *engine) rowMessages(rec audit.Record) []Message {
+	var out []Message
+	add := func(m Message, ok bool) {
+		if ok {
+			out = append(out, m)
+		}
+	}
+	switch rec.Kind {
+	case string(coup.EvAlert), string(coup.EvAlertResolved):
+		var ev struct {
+			Alert *coup.Alert `json:"alert"`
+			By    string      `json:"by"`
+		}
+		if json.Unmarshal(rec.Body, &ev) == nil && ev.Alert != nil {
+			a := tableAlert(*ev.Alert, rec)
+			if rec.Kind == string(coup.EvAlertResolved) {
+				a.State, a.By = AlertResolved, ev.By
+			}
+			add(e.msg(TopicPitAlerts, 1, false, a))
+		}
+	case audit.KindRejected:
+		var b command.RejectedBody
+		if json.Unmarshal(rec.Body, &b) == nil {
+			add(e.msg(TopicPitAlerts, 1, false, Alert{
+				State: AlertNotice, ID: fmt.Sprintf("command-%d", rec.Seq), Source: SourceCommand, Kind: "command_rejected",
+				Message: fmt.Sprintf("command %s from %q refused: %s: %s", orNone(b.Action), b.Supervisor, b.Code, b.Reason),
+				By:      b.Supervisor, Seq: rec.Seq, At: rec.At, Command: b.ID, Code: b.Code,
+			}))
+		}
+	}
+	if r, ok := command.ReplyFor(rec); ok {
+		add(e.msg(TopicCmdReply, 1, false, r))
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func tableAlert(a coup.Alert, rec audit.Record) Alert {
+	return Alert{
+		State: AlertRaised, ID: fmt.Sprintf("table-%d", a.ID), Source: SourceTable, Kind: string(a.Kind), Suspends: true,
+		Shoe: a.Shoe, Coup: a.Coup, Message: a.Message, Needs: a.Needs, Seq: rec.Seq, At: rec.At,
+	}
+}
+
+// failing records that the trail cannot be written (since the row head).
+func (e *engine) failing(reason string, head int64, at time.Time) {
+	if e.auditFail == "" {
+		e.auditAt = at.UTC()
+	}
+	e.auditFail, e.auditSince, e.auditReason = reason, head, reason
+}
+
+// retainedMessages are the retained topics whose payload changed since they
+// were last published (all of them with force, after a reconnect), and the
+// alerts that the shoe analysis and the audit state raise or resolve.
+func (e *engine) retainedMessages(force bool) []Message {
+	if force {
+		clear(e.last)
+	}
+	t := e.rp.Table()
+	pub, pit := t.PublicView(), t.PitView()
+	var out []Message
+	put := func(topic string, v any) {
+		m, ok := e.msg(topic, 1, true, v)
+		if ok && !bytes.Equal(e.last[topic], m.Payload) {
+			e.last[topic] = m.Payload
+			out = append(out, m)
+		}
+	}
+	putRaw := func(topic string, b []byte) {
+		if !bytes.Equal(e.last[topic], b) {
+			e.last[topic] = b
+			out = append(out, Message{Topic: e.topics.Topic(topic), QoS: 1, Retained: true, Payload: b})
+		}
+	}
+	st := Status{State: e.state, Table: e.table, Phase: pub.Phase, Shoe: pub.Shoe, Coup: pub.Coup,
+		Suspended: pub.Suspended, SuspendReason: pub.SuspendReason, ShoeDriver: e.driver, ShoeLink: pub.Link, Audit: "ok"}
+	if e.auditFail != "" {
+		st.Audit, st.Suspended = "failing", true
+		if st.SuspendReason == "" {
+			st.SuspendReason = "audit trail cannot be written"
+		}
+	}
+	put(TopicStatus, st)
+	put(TopicPublicCoup, pub)
+	put(TopicPitCoup, pit)
+	put(TopicPublicShoe, PublicShoe{Shoe: pub.Shoe, Coup: pub.Coup, Phase: pub.Phase, CardsDealt: pub.CardsDealt,
+		CardsRemaining: pub.Remaining, CutCardSeen: pub.CutCardSeen, LastCoup: pub.LastCoup})
+	putRaw(TopicPublicRoads, e.roadsJSON)
+	if e.shoeDue {
+		e.analyseNow()
+	}
+	out = append(out, e.shoeAlerts...)
+	e.shoeAlerts = nil
+	put(TopicPitShoe, e.shoe)
+	out = append(out, e.auditAlert()...)
+	put(TopicPitAlertsActive, e.active(t))
+	if e.checkpoint != nil {
+		putRaw(TopicPitCheckpoint, e.checkpoint)
+	}
+	return out
+}
+
+// auditAlert raises or resolves the alert for a trail that cannot be
+// written. The table records the outage as its own alert once it can.
+func (e *engine) auditAlert() []Message {
+	switch {
+	case e.auditFail != "" && !e.auditRaised:
+		e.auditRaised = true
+		m, ok := e.msg(TopicPitAlerts, 1, false, e.auditAlertPayload(AlertRaised))
+		if ok {
+			return []Message{m}
+		}
+	case e.auditFail == "" && e.auditRaised:
+		e.auditRaised = false
+		m, ok := e.msg(TopicPitAlerts, 1, false, e.auditAlertPayload(AlertResolved))
+		if ok {
+			return []Message{m}
+		}
+	}
+	return nil
+}
+
+func (e *engine) auditAlertPayload(state string) Alert {
+	a := Alert{State: state, ID: "audit", Source: SourceAudit, Kind: string(coup.AlertAuditFailed), Suspends: true,
+		Message: "the audit trail cannot be written: " + e.auditReason, At: e.auditAt}
+	if state == AlertResolved {
+		a.Message = "the audit trail is written again after: " + e.auditReason
+		a.Seq, a.At = e.seq, e.at
+	}
+	return a
+}
+
+func (e *engine) active(t *coup.Table) ActiveAlerts {
+	a := ActiveAlerts{Alerts: []Alert{}}
+	for _, al := range t.Alerts() {
+		x := tableAlert(al, audit.Record{})
+		a.Alerts = append(a.Alerts, x)
+	}
+	for _, b := range slices.Sorted(mapsKeys(e.advantage)) {
+		a.Alerts = append(a.Alerts, e.advantage[b])
+	}
+	if e.auditRaised {
+		a.Alerts = append(a.Alerts, e.auditAlertPayload(AlertRaised))
+	}
+	return a
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func (e *engine) analyseNow() {
+	shoe, alerts := e.analyse(e.rp.Table())
+	e.shoe, e.shoeDue = shoe, false
+	e.shoeAlerts = append(e.shoeAlerts, alerts...)
+}
+
+// analyse prices every bet on the remaining shoe and raises or resolves an
+// advantage alert for each bet whose EV crossed zero. Advantage alerts are
+// information for the pit: they do not suspend the table.
+func (e *engine) analyse(t *coup.Table) (PitShoe, []Message) {
+	v := t.PitView()
+	comp := t.Remaining()
+	ps := PitShoe{Seq: e.seq, Shoe: v.Shoe, Coup: v.Coup, Phase: v.Phase, Decks: comp.Decks(), CardsRemaining: comp.Remaining(),
+		Ranks: map[string]int{}, Cards: map[string]int{}, Bets: []BetEV{}, Advantage: []coup.Bet{}}
+	counts := comp.Counts()
+	for i, n := range counts {
+		c := coup.CardAt(i)
+		ps.Cards[c.String()] += int(n)
+		ps.Ranks[c.String()[:1]] += int(n)
+	}
+	positive := map[coup.Bet]BetEV{}
+	switch {
+	case t.ShoeNumber() == 0:
+		ps.Note = "no shoe yet"
+	case t.Phase() == coup.PhaseNoShoe:
+		ps.Note = "the shoe is over"
+	default:
+		profile := t.Config().Profile
+		an, err := coup.Analyze(&comp, &profile)
+		if err != nil {
+			ps.Note = err.Error()
+			break
+		}
+		for _, b := range an.Bets {
+			x := BetEV{Bet: b.Bet, PWin: b.PWin, PPush: b.PPush, Priced: b.Priced}
+			if b.Priced {
+				ev := b.EV
+				x.EV = &ev
+				// A hair above zero from rounding is not an advantage.
+				x.Advantage = ev > 1e-12
+			}
+			if x.Advantage {
+				ps.Advantage = append(ps.Advantage, b.Bet)
+				positive[b.Bet] = x
+			}
+			ps.Bets = append(ps.Bets, x)
+		}
+	}
+	var out []Message
+	for _, b := range slices.Sorted(mapsKeys(e.advantage)) {
+		if _, still := positive[b]; !still {
+			a := e.advantage[b]
+			a.State, a.Seq, a.At = AlertResolved, e.seq, e.at
+			a.Message = fmt.Sprintf("%s is back in the house's favour", b)
+			delete(e.advantage, b)
+			if m, ok := e.msg(TopicPitAlerts, 1, false, a); ok {
+				out = append(out, m)
+			}
+		}
+	}
+	for _, b := range slices.Sorted(mapsKeys(positive)) {
+		if _, already := e.advantage[b]; already {
+			continue
+		}
+		ev := *positive[b].EV
+		a := Alert{State: AlertRaised, ID: fmt.Sprintf("advantage-%d-%s", ps.Shoe, b), Source: SourceAdvantage, Kind: "advantage",
+			Shoe: ps.Shoe, Coup: ps.Coup, Bet: b, EV: ev, Seq: e.seq, At: e.at,
+			Message: fmt.Sprintf("%s now favours the player: EV %+.2f%% per unit with %d cards left", b, 100*ev, ps.CardsRemaining)}
+		e.advantage[b] = a
+		if m, ok := e.msg(TopicPitAlerts, 1, false, a); ok {
+			out = append(out, m)
+		}
+	}
+	return ps, out
+}
+
+// offline is the status payload of the last will and a clean stop.
+func offline(table string) []byte {
+	b, _ := json.Marshal(Status{State: "offline", Table: table})
+	return b
+}
+
+// resyncOf reads a resync row.
+func resyncOf(rec audit.Record) (command.AcceptedBody, bool) {
+	if rec.Kind != command.KindAccepted {
+		return command.AcceptedBody{}, false
+	}
+	var b command.AcceptedBody
+	if json.Unmarshal(rec.Body, &b) != nil || !strings.EqualFold(b.Action, command.ActionResync) {
+		return command.AcceptedBody{}, false
+	}
+	return b, true
+}

@@ -1,0 +1,136 @@
+package mqttpub
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+)
+
+// Status is the status payload (retained). The broker publishes
+// {"state":"offline","table":...} in its place when the controller's
+// connection dies (the last will).
+type Status struct {
+	// State is "online", "offline", or "replay" on a republished trail.
+	State string     `json:"state"`
+	Table string     `json:"table"`
+	Phase coup.Phase `json:"phase,omitempty"`
+	Shoe  int        `json:"shoe,omitempty"`
+	Coup  int        `json:"coup,omitempty"`
+	// Suspended is true while the table takes no cards; SuspendReason is
+	// what the public may read of why.
+	Suspended     bool   `json:"suspended"`
+	SuspendReason string `json:"suspend_reason,omitempty"`
+	ShoeDriver    string `json:"shoe_driver,omitempty"`
+	ShoeLink      string `json:"shoe_link,omitempty"`
+	// Audit is "ok", or "failing" while the trail cannot be written.
+	Audit string `json:"audit,omitempty"`
+}
+
+// Event is a pit/events payload: one audit row.
+type Event struct {
+	Seq      int64           `json:"seq"`
+	At       time.Time       `json:"at"`
+	Kind     string          `json:"kind"`
+	Shoe     int64           `json:"shoe"`
+	Coup     int64           `json:"coup"`
+	Body     json.RawMessage `json:"body"`
+	PrevHash audit.Hash      `json:"prev_hash"`
+	Hash     audit.Hash      `json:"hash"`
+}
+
+// EventOf is the pit/events payload of a row.
+func EventOf(r audit.Record) Event {
+	return Event{Seq: r.Seq, At: r.At, Kind: r.Kind, Shoe: r.Shoe, Coup: r.Coup, Body: r.Body, PrevHash: r.PrevHash, Hash: r.Hash}
+}
+
+// PublicShoe is the public/shoe payload.
+type PublicShoe struct {
+	Shoe           int        `json:"shoe"`
+	Coup           int        `json:"coup"`
+	Phase          coup.Phase `json:"phase"`
+	CardsDealt     int        `json:"cards_dealt"`
+	CardsRemaining int        `json:"cards_remaining"`
+	CutCardSeen    bool       `json:"cut_card_seen"`
+	LastCoup       int        `json:"last_coup,omitempty"`
+}
+
+// Alert states on pit/alerts.
+const (
+	AlertRaised   = "raised"
+	AlertResolved = "resolved"
+	// AlertNotice is a one-off that nothing resolves (a refused command).
+	AlertNotice = "notice"
+)
+
+// Alert sources.
+const (
+	SourceTable     = "table"     // a misdeal or fault: the table is suspended
+	SourceCommand   = "command"   // a command refused before the table saw it
+	SourceAdvantage = "advantage" // a bet turned in the player's favour
+	SourceAudit     = "audit"     // the trail cannot be written
+)
+
+// Alert is a pit/alerts payload, and an entry of pit/alerts/active.
+type Alert struct {
+	State  string `json:"state"`
+	ID     string `json:"id"`
+	Source string `json:"source"`
+	Kind   string `json:"kind"`
+	// Suspends is true for alerts that hold the table suspended.
+	Suspends bool   `json:"suspends"`
+	Shoe     int    `json:"shoe,omitempty"`
+	Coup     int    `json:"coup,omitempty"`
+	Message  string `json:"message"`
+	// Needs says what clears a table alert (void, card, link, resume).
+	Needs string `json:"needs,omitempty"`
+	// By is who resolved it, or who sent a refused command.
+	By string `json:"by,omitempty"`
+	// Seq is the audit row that raised or resolved it; 0 for alerts no row
+	// records (advantage, audit failure).
+	Seq int64     `json:"seq,omitempty"`
+	At  time.Time `json:"at,omitzero"`
+	// Advantage alerts: the bet and its EV per unit staked.
+	Bet coup.Bet `json:"bet,omitempty"`
+	EV  float64  `json:"ev,omitempty"`
+	// Command alerts: the command's id and the refusal code.
+	Command string `json:"command,omitempty"`
+	Code    string `json:"code,omitempty"`
+}
+
+// ActiveAlerts is the pit/alerts/active payload.
+type ActiveAlerts struct {
+	Alerts []Alert `json:"alerts"`
+}
+
+// PitShoe is the pit/shoe payload: the remaining shoe and the exact odds of
+// every bet the profile offers, for the next coup.
+type PitShoe struct {
+	// Seq is the row the analysis follows.
+	Seq            int64          `json:"seq"`
+	Shoe           int            `json:"shoe"`
+	Coup           int            `json:"coup"`
+	Phase          coup.Phase     `json:"phase"`
+	Decks          int            `json:"decks"`
+	CardsRemaining int            `json:"cards_remaining"`
+	Ranks          map[string]int `json:"ranks"`
+	Cards          map[string]int `json:"cards"`
+	Bets           []BetEV        `json:"bets"`
+	// Advantage lists the bets whose EV is positive.
+	Advantage []coup.Bet `json:"advantage"`
+	// Note says why there are no bets (no shoe, too few cards).
+	Note string `json:"note,omitempty"`
+}
+
+// BetEV is one bet's exact odds in pit/shoe.
+type BetEV struct {
+	Bet   coup.Bet `json:"bet"`
+	PWin  float64  `json:"p_win"`
+	PPush float64  `json:"p_push"`
+	// EV is per unit staked; omitted for a bet whose pay table is not
+	// configured (Priced false).
+	EV        *float64 `json:"ev,omitempty"`
+	Priced    bool     `json:"priced"`
+	Advantage bool     `json:"advantage"`
+}

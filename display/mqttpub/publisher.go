@@ -1,0 +1,610 @@
+package mqttpub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/display/command"
+)
+
+// Trail is the audit trail as the publisher reads it back (*audit.Store).
+type Trail interface {
+	Head() audit.Head
+	Events(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error]
+	LastCheckpoint(ctx context.Context) (audit.Checkpoint, bool, error)
+}
+
+// Options configure a Publisher.
+type Options struct {
+	Table  string
+	Topics Topics
+	Client Client
+	Trail  Trail
+	// Config is the table configuration until the trail records one.
+	Config coup.TableConfig
+	// From is the first row to publish; the rows before it are read only to
+	// rebuild the table. 0 starts after the trail's head when Run starts.
+	From int64
+	// Driver is the shoe driver's name, for status.
+	Driver string
+	// Queue is how many commits wait for the publisher before it stops
+	// taking them and reads them back from the trail instead; 0 is 4096.
+	Queue int
+	// Window is how many rows may be published and not yet acknowledged;
+	// 0 is 256.
+	Window int
+	// MaxResync caps the rows one resync sends; 0 is 100000.
+	MaxResync int64
+	// Roads computes public/roads; nil publishes {}.
+	Roads  RoadsFunc
+	Clock  audit.Clock
+	Logger *slog.Logger
+}
+
+// Publisher publishes what the recorder commits: see the package comment.
+// Feed it with Commit (from audit.RecorderOptions.OnCommit) and run it with
+// Run.
+type Publisher struct {
+	opt Options
+	log *slog.Logger
+	eng *engine
+
+	queue   chan []audit.Record
+	behind  atomic.Bool // commits were dropped: read the trail
+	wake    chan struct{}
+	replies chan command.Reply
+
+	failMu sync.Mutex
+	fail   *failure
+
+	acked atomic.Int64 // every row up to here is acknowledged by the broker
+
+	// Run's own state.
+	applied  int64 // the last row applied to the table copy
+	pending  []group
+	inflight int
+	fresh    bool            // (re)connected: republish retained state and unacknowledged rows
+	dirty    bool            // rows applied since retained state was last published
+	errs     int             // publishes failed in a row, for backoff
+	conn     <-chan struct{} // the connection state of the last full publish
+}
+
+type failure struct {
+	reason string
+	head   int64
+	at     time.Time
+}
+
+// group is the messages published for one row; the row is acknowledged
+// when all of them are.
+type group struct {
+	seq  int64
+	toks []Token
+}
+
+// errDown reports that the connection went down mid-work.
+var errDown = errors.New("mqtt connection down")
+
+// New returns a Publisher. Nothing is published until Run.
+func New(opt Options) (*Publisher, error) {
+	if opt.Client == nil || opt.Trail == nil {
+		return nil, errors.New("mqtt publisher: no client or no trail")
+	}
+	if err := CheckPrefix(opt.Topics.Prefix); err != nil {
+		return nil, err
+	}
+	if opt.Queue <= 0 {
+		opt.Queue = 4096
+	}
+	if opt.Window <= 0 {
+		opt.Window = 256
+	}
+	if opt.MaxResync <= 0 {
+		opt.MaxResync = 100000
+	}
+	if opt.Clock == nil {
+		opt.Clock = audit.SystemClock{}
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	eng, err := newEngine(opt.Topics, opt.Table, opt.Driver, "online", opt.Config, opt.Roads, opt.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Publisher{
+		opt: opt, log: opt.Logger, eng: eng,
+		queue: make(chan []audit.Record, opt.Queue), wake: make(chan struct{}, 1), replies: make(chan command.Reply, 64),
+	}, nil
+}
+
+// Commit queues a commit's rows for publishing. It never blocks: when the
+// queue is full the rows are dropped and read back from the trail later.
+// Call it from audit.RecorderOptions.OnCommit.
+func (p *Publisher) Commit(c audit.Commit) {
+	if len(c.Records) == 0 {
+		return
+	}
+	select {
+	case p.queue <- c.Records:
+	default:
+		p.behind.Store(true)
+		p.poke()
+	}
+}
+
+// WriteFailure reports that the trail cannot be written; status and
+// pit/alerts say so until the trail takes a row again. It never blocks.
+func (p *Publisher) WriteFailure(err error, _ coup.View) {
+	p.failMu.Lock()
+	p.fail = &failure{reason: err.Error(), head: p.opt.Trail.Head().Seq, at: p.opt.Clock.Now()}
+	p.failMu.Unlock()
+	p.poke()
+}
+
+// Reply publishes a command reply that no trail row carries (the trail
+// could not be written). It never blocks; a reply that finds the queue
+// full is dropped.
+func (p *Publisher) Reply(r command.Reply) {
+	select {
+	case p.replies <- r:
+		p.poke()
+	default:
+		p.log.Warn("command reply dropped: too many waiting", "id", r.ID)
+	}
+}
+
+func (p *Publisher) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Acked is the sequence number up to which every row has been acknowledged
+// by the broker.
+func (p *Publisher) Acked() int64 { return p.acked.Load() }
+
+// Run publishes until ctx is done, then publishes what is still queued and
+// the offline status, within a couple of seconds.
+func (p *Publisher) Run(ctx context.Context) error {
+	from := p.opt.From
+	if from <= 0 {
+		from = p.opt.Trail.Head().Seq + 1
+	}
+	if err := p.rebuild(ctx, from-1); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	p.applied = from - 1
+	p.acked.Store(from - 1)
+	p.fresh, p.dirty = true, true
+	for {
+		up, changed := p.opt.Client.Connection()
+		if !up {
+			p.dropPending()
+			p.fresh = true
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changed:
+			}
+			continue
+		}
+		if changed != p.conn {
+			// The connection changed since the last full publish, perhaps
+			// down and up again between two looks: the broker may have lost
+			// everything.
+			p.fresh = true
+		}
+		if p.fresh {
+			if err := p.reconnected(ctx, changed); err != nil {
+				if ctx.Err() != nil {
+					return p.stop()
+				}
+				continue
+			}
+			p.conn = changed
+		}
+		if err := p.work(ctx, changed); err != nil {
+			if ctx.Err() != nil {
+				return p.stop()
+			}
+			p.pause(ctx, changed, err)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return p.stop()
+		case <-changed:
+		case recs := <-p.queue:
+			if err := p.process(ctx, changed, recs); err != nil {
+				if ctx.Err() != nil {
+					return p.stop()
+				}
+				p.pause(ctx, changed, err)
+			}
+		case <-p.wake:
+		case <-p.frontDone():
+			p.advance()
+		}
+	}
+}
+
+// pause waits a little after an error that is not the connection going
+// (the trail could not be read), so a lasting fault does not spin.
+func (p *Publisher) pause(ctx context.Context, changed <-chan struct{}, err error) {
+	if errors.Is(err, errDown) {
+		return
+	}
+	p.errs++
+	d := min(time.Duration(1<<min(p.errs, 6))*100*time.Millisecond, 5*time.Second)
+	p.log.Warn("mqtt publisher: will try again", "err", err, "in", d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-changed:
+	case <-t.C:
+	}
+}
+
+// rebuild applies the rows before the first one to publish.
+func (p *Publisher) rebuild(ctx context.Context, to int64) error {
+	if to < 1 {
+		return nil
+	}
+	n := 0
+	p.eng.quiet = true
+	defer func() { p.eng.quiet = false }()
+	for rec, err := range p.opt.Trail.Events(ctx, audit.Query{To: to}) {
+		if err != nil {
+			return fmt.Errorf("mqtt publisher: rebuild the table: %w", err)
+		}
+		p.eng.apply(rec)
+		if n++; n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	p.log.Info("mqtt publisher: table rebuilt from the trail", "rows", n)
+	return nil
+}
+
+// reconnected republishes every retained topic and the rows the broker had
+// not acknowledged when the connection went.
+func (p *Publisher) reconnected(ctx context.Context, changed <-chan struct{}) error {
+	if p.errs > 0 {
+		// Publishes failed on a live connection: do not spin.
+		d := min(time.Duration(1<<min(p.errs, 6))*100*time.Millisecond, 5*time.Second)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+			return errDown
+		case <-t.C:
+		}
+	}
+	p.dropPending()
+	if c, ok, err := p.opt.Trail.LastCheckpoint(ctx); err != nil {
+		p.log.Warn("mqtt publisher: read the last checkpoint", "err", err)
+	} else if ok {
+		p.eng.setCheckpoint(c)
+	}
+	p.takeFailure()
+	g := group{seq: p.acked.Load()}
+	for _, m := range p.eng.retainedMessages(true) {
+		g.toks = append(g.toks, p.send(m))
+	}
+	p.push(g)
+	p.dirty = false
+	acked := p.acked.Load()
+	if acked < p.applied {
+		p.log.Info("mqtt publisher: sending again the rows not acknowledged", "from", acked+1, "to", p.applied)
+		if err := p.pages(ctx, acked+1, p.applied, func(rec audit.Record) error {
+			return p.emit(ctx, changed, rec)
+		}); err != nil {
+			return err
+		}
+	}
+	p.fresh = false
+	return nil
+}
+
+// work does what is due besides the queue: direct replies, a write
+// failure, catching up after dropped commits, and retained state.
+func (p *Publisher) work(ctx context.Context, changed <-chan struct{}) error {
+	for more := true; more; {
+		select {
+		case r := <-p.replies:
+			if m, ok := p.eng.msg(TopicCmdReply, 1, false, r); ok {
+				p.push(group{seq: p.acked.Load(), toks: []Token{p.send(m)}})
+			}
+		default:
+			more = false
+		}
+	}
+	if p.takeFailure() {
+		p.dirty = true
+	}
+	if p.behind.Load() && len(p.queue) == 0 {
+		p.behind.Store(false)
+		head := p.opt.Trail.Head().Seq
+		if head > p.applied {
+			p.log.Info("mqtt publisher: catching up from the trail", "from", p.applied+1, "to", head)
+			if err := p.catchUp(ctx, changed, head); err != nil {
+				p.behind.Store(true)
+				return err
+			}
+		}
+	}
+	if p.dirty && len(p.queue) == 0 {
+		p.publishRetained()
+	}
+	return nil
+}
+
+func (p *Publisher) takeFailure() bool {
+	p.failMu.Lock()
+	f := p.fail
+	p.fail = nil
+	p.failMu.Unlock()
+	if f == nil {
+		return false
+	}
+	p.eng.failing(f.reason, f.head, f.at)
+	return true
+}
+
+func (p *Publisher) publishRetained() {
+	g := group{seq: p.acked.Load()}
+	for _, m := range p.eng.retainedMessages(false) {
+		g.toks = append(g.toks, p.send(m))
+	}
+	if len(g.toks) > 0 {
+		p.push(g)
+	}
+	p.dirty = false
+}
+
+// process publishes one commit's rows, reading any rows it skipped from
+// the trail first.
+func (p *Publisher) process(ctx context.Context, changed <-chan struct{}, recs []audit.Record) error {
+	for _, rec := range recs {
+		if rec.Seq <= p.applied {
+			continue // already read from the trail
+		}
+		if rec.Seq > p.applied+1 {
+			if err := p.catchUp(ctx, changed, rec.Seq-1); err != nil {
+				p.behind.Store(true)
+				return err
+			}
+		}
+		if rec.Seq != p.applied+1 {
+			p.behind.Store(true)
+			return fmt.Errorf("mqtt publisher: row %d after %d", rec.Seq, p.applied)
+		}
+		if err := p.handle(ctx, changed, rec); err != nil {
+			p.behind.Store(true)
+			return err
+		}
+	}
+	return nil
+}
+
+// catchUp reads and publishes the rows after the last applied, up to to.
+func (p *Publisher) catchUp(ctx context.Context, changed <-chan struct{}, to int64) error {
+	err := p.pages(ctx, p.applied+1, to, func(rec audit.Record) error {
+		if rec.Seq != p.applied+1 {
+			return fmt.Errorf("mqtt publisher: the trail gave row %d after %d", rec.Seq, p.applied)
+		}
+		return p.handle(ctx, changed, rec)
+	})
+	if err == nil {
+		// Rows read back carry no checkpoint: take the latest from the trail.
+		if c, ok, cerr := p.opt.Trail.LastCheckpoint(ctx); cerr == nil && ok {
+			p.eng.setCheckpoint(c)
+		}
+	}
+	return err
+}
+
+// pages reads rows from..to from the trail a page at a time, so no read
+// holds one snapshot of the file for long.
+func (p *Publisher) pages(ctx context.Context, from, to int64, f func(audit.Record) error) error {
+	const page = 1024
+	for lo := from; lo <= to; lo += page {
+		hi := min(lo+page-1, to)
+		for rec, err := range p.opt.Trail.Events(ctx, audit.Query{From: lo, To: hi}) {
+			if err != nil {
+				return err
+			}
+			if err := f(rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// handle applies one new row and publishes what it calls for.
+func (p *Publisher) handle(ctx context.Context, changed <-chan struct{}, rec audit.Record) error {
+	p.eng.apply(rec)
+	p.applied = rec.Seq
+	p.dirty = true
+	return p.emit(ctx, changed, rec)
+}
+
+// emit publishes a row's event, its alert and reply, and carries out a
+// resync it records.
+func (p *Publisher) emit(ctx context.Context, changed <-chan struct{}, rec audit.Record) error {
+	toks := []Token{p.send(p.eng.eventMessage(rec))}
+	for _, m := range p.eng.rowMessages(rec) {
+		toks = append(toks, p.send(m))
+	}
+	if b, ok := resyncOf(rec); ok {
+		reply, err := p.resync(ctx, changed, rec, b)
+		if err != nil {
+			return err
+		}
+		if m, ok := p.eng.msg(TopicCmdReply, 1, false, reply); ok {
+			toks = append(toks, p.send(m))
+		}
+	}
+	p.push(group{seq: rec.Seq, toks: toks})
+	return p.waitWindow(ctx, changed)
+}
+
+// resync sends the rows a resync command asks for again, on pit/events,
+// and returns the reply to send after them. The resync row counts as
+// acknowledged only once the rows and the reply are, so a resync cut short
+// by a lost connection is done again.
+func (p *Publisher) resync(ctx context.Context, changed <-chan struct{}, rec audit.Record, b command.AcceptedBody) (command.Reply, error) {
+	from, to := b.From, rec.Seq-1
+	r := command.Reply{ID: b.ID, Action: b.Action, By: b.By, Result: command.Accepted, Seq: rec.Seq, At: rec.At, From: from}
+	switch {
+	case from > to:
+		r.Reason = fmt.Sprintf("nothing to send: the trail held rows up to %d", to)
+	case to-from+1 > p.opt.MaxResync:
+		to = from + p.opt.MaxResync - 1
+		r.Reason = fmt.Sprintf("capped at %d rows: ask again from %d", p.opt.MaxResync, to+1)
+	}
+	if from <= to {
+		r.To = to
+		err := p.pages(ctx, from, to, func(old audit.Record) error {
+			// Acknowledging these moves the mark no further than the row
+			// before the resync.
+			p.push(group{seq: rec.Seq - 1, toks: []Token{p.send(p.eng.eventMessage(old))}})
+			return p.waitWindow(ctx, changed)
+		})
+		if err != nil {
+			return r, err
+		}
+	}
+	p.log.Info("resync sent", "id", b.ID, "by", b.By, "from", from, "to", r.To)
+	return r, nil
+}
+
+func (p *Publisher) send(m Message) Token {
+	return p.opt.Client.Publish(m.Topic, m.QoS, m.Retained, m.Payload)
+}
+
+func (p *Publisher) push(g group) {
+	p.pending = append(p.pending, g)
+	p.inflight += len(g.toks)
+}
+
+func (p *Publisher) dropPending() {
+	if len(p.pending) > 0 {
+		p.fresh = true
+	}
+	p.pending, p.inflight = nil, 0
+}
+
+// frontDone is the channel of the oldest publish not yet acknowledged.
+func (p *Publisher) frontDone() <-chan struct{} {
+	for _, g := range p.pending {
+		if len(g.toks) > 0 {
+			return g.toks[0].Done()
+		}
+	}
+	return nil
+}
+
+// advance moves the acknowledged mark over every row whose messages are
+// all acknowledged, in order. A failed publish means the broker may not
+// have it: everything from the first unacknowledged row is sent again.
+func (p *Publisher) advance() {
+	for len(p.pending) > 0 {
+		g := &p.pending[0]
+		for len(g.toks) > 0 {
+			select {
+			case <-g.toks[0].Done():
+			default:
+				return
+			}
+			if err := g.toks[0].Error(); err != nil {
+				p.errs++
+				p.log.Warn("mqtt publish failed; sending again from the last acknowledged row", "after", p.acked.Load(), "err", err)
+				p.dropPending()
+				p.fresh = true
+				return
+			}
+			g.toks = g.toks[1:]
+			p.inflight--
+		}
+		if g.seq > p.acked.Load() {
+			p.acked.Store(g.seq)
+		}
+		p.errs = 0
+		p.pending = p.pending[1:]
+	}
+}
+
+// waitWindow waits while too many publishes are unacknowledged.
+func (p *Publisher) waitWindow(ctx context.Context, changed <-chan struct{}) error {
+	for p.inflight > p.opt.Window {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+			return errDown
+		case <-p.frontDone():
+			p.advance()
+			if p.fresh {
+				return errDown
+			}
+		}
+	}
+	return nil
+}
+
+// stop publishes what is queued and the offline status, for up to two
+// seconds, on the way out.
+func (p *Publisher) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	up, changed := p.opt.Client.Connection()
+	if !up || p.fresh {
+		return nil
+	}
+	for more := true; more; {
+		select {
+		case recs := <-p.queue:
+			if p.process(ctx, changed, recs) != nil {
+				return nil
+			}
+		default:
+			more = false
+		}
+	}
+	if p.dirty {
+		p.publishRetained()
+	}
+	p.push(group{seq: p.acked.Load(), toks: []Token{p.send(Message{Topic: p.opt.Topics.Topic(TopicStatus), QoS: 1, Retained: true, Payload: offline(p.opt.Table)})}})
+	for len(p.pending) > 0 && !p.fresh {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+			return nil
+		case <-p.frontDone():
+			p.advance()
+		}
+	}
+	return nil
+}
+
+// Offline is the status payload of the last will: give it to ConnOptions.
+func Offline(table string) []byte { return offline(table) }
