@@ -6,11 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
+	"github.com/tablectl/tablectl/display/mqttpub"
 )
 
 func init() {
@@ -41,6 +47,13 @@ func runReplay(args []string, stdout io.Writer) error {
 	shoe := fs.Int("shoe", 0, "print only this shoe (0: all)")
 	coupN := fs.Int("coup", 0, "print only this coup (0: all)")
 	asJSON := fs.Bool("json", false, "print JSON lines instead of text")
+	publish := fs.Bool("publish", false, "republish the trail (or --shoe) to a broker instead of printing it")
+	broker := fs.String("broker", "tcp://127.0.0.1:1883", "with --publish: the broker's URL")
+	user := fs.String("username", "", "with --publish: the broker user")
+	pass := fs.String("password", "", "with --publish: the broker password")
+	prefix := fs.String("prefix", "", "with --publish: the topic prefix (default tablectl/<table>/replay)")
+	speed := fs.Float64("speed", 1, "with --publish: 1 is the recorded pace, 10 ten times faster, 0 no pauses")
+	maxPause := fs.Duration("max-pause", 10*time.Second, "with --publish: the longest pause between inputs")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -50,6 +63,9 @@ func runReplay(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer r.Close()
+	if *publish {
+		return republish(ctx, r, *shoe, *broker, *user, *pass, *prefix, *speed, *maxPause, stdout)
+	}
 
 	var coups []*replayedCoup
 	byKey := map[[2]int]*replayedCoup{}
@@ -151,6 +167,91 @@ func writeReplayedCoup(w io.Writer, rc *replayedCoup) {
 	}
 	for _, d := range rc.Diffs {
 		fmt.Fprintf(w, "    DIFFERENCE seq %d %s: %s\n", d.Seq, d.Kind, d.Detail)
+	}
+}
+
+// republish sends a stored trail, or one shoe of it, to a broker under a
+// replay prefix at the recorded pace (or faster), for a surveillance display.
+func republish(ctx context.Context, r *audit.Reader, shoe int, broker, user, pass, prefix string, speed float64, maxPause time.Duration, stdout io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if prefix == "" {
+		prefix = "tablectl/" + r.Table() + "/replay"
+	}
+	conn, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: broker, ClientID: "tablectl-replay-" + r.Table(), Username: user, Password: pass})
+	if err != nil {
+		return err
+	}
+	defer conn.Close(2 * time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := conn.WaitConnected(wctx); err != nil {
+		return fmt.Errorf("--broker %s: %w", broker, err)
+	}
+	rows := r.Events(ctx, audit.Query{})
+	if shoe > 0 {
+		rows = shoeRows(rows, shoe)
+	}
+	n, err := mqttpub.Republish(ctx, mqttpub.RepublishOptions{Client: conn, Topics: mqttpub.Topics{Prefix: prefix}, Table: r.Table(),
+		Config: defaultReplayConfig(), Speed: speed, MaxPause: maxPause}, rows)
+	fmt.Fprintf(stdout, "%d rows republished under %s\n", n, prefix)
+	return err
+}
+
+// shoeRows keeps the rows of one shoe: from the input that started it (the
+// row before its shoe_started) to the last row before the next shoe. Every
+// configuration row before it is kept, so the rules are the ones in force.
+func shoeRows(rows iter.Seq2[audit.Record, error], shoe int) iter.Seq2[audit.Record, error] {
+	return func(yield func(audit.Record, error) bool) {
+		var prev, held *audit.Record
+		var cfg []audit.Record
+		started := false
+		for rec, err := range rows {
+			if err != nil {
+				yield(rec, err)
+				return
+			}
+			switch {
+			case !started && rec.Kind == audit.KindConfig:
+				cfg = append(cfg, rec)
+			case !started && rec.Kind == string(coup.EvShoeStarted) && rec.Shoe == int64(shoe):
+				started = true
+				for _, c := range cfg {
+					if !yield(c, nil) {
+						return
+					}
+				}
+				if prev != nil && !yield(*prev, nil) {
+					return
+				}
+				if !yield(rec, nil) {
+					return
+				}
+				continue
+			case started:
+				// An input is held until its first event shows which shoe
+				// it belongs to: the next shoe's new-shoe input is not ours.
+				if rec.Shoe > int64(shoe) {
+					return
+				}
+				if held != nil && !yield(*held, nil) {
+					return
+				}
+				held = nil
+				if coup.IsInput(rec.Kind) {
+					r := rec
+					held = &r
+				} else if !yield(rec, nil) {
+					return
+				}
+				continue
+			}
+			r := rec
+			prev = &r
+		}
+		if held != nil {
+			yield(*held, nil)
+		}
 	}
 }
 

@@ -3,17 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/display/mqttpub"
 )
 
 var updateReplay = flag.Bool("update-replay", false, "rewrite the replay golden files")
@@ -135,3 +139,84 @@ func TestReplayFlagsDifference(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestShoeRows(t *testing.T) {
+	// Two shoes: rows carry the shoe the table was in when they were
+	// written, so the input starting shoe 2 is still marked shoe 1.
+	rows := []audit.Record{
+		{Seq: 1, Kind: audit.KindConfig},
+		{Seq: 2, Kind: audit.KindStart},
+		{Seq: 3, Kind: string(coup.InButton), Shoe: 0},
+		{Seq: 4, Kind: string(coup.EvShoeStarted), Shoe: 1},
+		{Seq: 5, Kind: string(coup.InCard), Shoe: 1},
+		{Seq: 6, Kind: string(coup.EvBurnCard), Shoe: 1},
+		{Seq: 7, Kind: string(coup.InButton), Shoe: 1},
+		{Seq: 8, Kind: string(coup.EvShoeStarted), Shoe: 2},
+		{Seq: 9, Kind: string(coup.InCard), Shoe: 2},
+		{Seq: 10, Kind: string(coup.EvBurnCard), Shoe: 2},
+	}
+	all := func(yield func(audit.Record, error) bool) {
+		for _, r := range rows {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+	for _, tt := range []struct {
+		shoe int
+		want []int64
+	}{{1, []int64{1, 3, 4, 5, 6}}, {2, []int64{1, 7, 8, 9, 10}}, {3, nil}} {
+		var got []int64
+		for r, err := range shoeRows(all, tt.shoe) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r.Seq)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("shoe %d: rows %v, want %v", tt.shoe, got, tt.want)
+		}
+	}
+}
+
+// TestReplayPublish republishes a trail to the broker on 127.0.0.1:1883 and
+// reads the replayed events back under the replay prefix.
+func TestReplayPublish(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trail.db")
+	writeTrail(t, path)
+	prefix := fmt.Sprintf("tablectl-test/replay-%d", time.Now().UnixNano())
+	sub, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: "tcp://127.0.0.1:1883", ClientID: "replay-sub-" + prefix[len(prefix)-8:],
+		Subscribe: []string{prefix + "/pit/events"}, Inbox: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sub.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"replay", "--db", path, "--publish", "--prefix", prefix, "--speed", "0"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "53 rows republished") {
+		t.Fatalf("output %q", out.String())
+	}
+	var last int64
+	for last < 53 {
+		select {
+		case m := <-sub.Messages():
+			var ev struct{ Seq int64 }
+			if err := json.Unmarshal(m.Payload, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Seq != last+1 {
+				t.Fatalf("event %d after %d", ev.Seq, last)
+			}
+			last = ev.Seq
+		case <-ctx.Done():
+			t.Fatalf("only %d events replayed", last)
+		}
+	}
+}
