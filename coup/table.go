@@ -604,6 +604,11 @@ func (a *applier) nextCoup() {
 
 func (a *applier) endShoe(reason string) {
 	t := a.t
+	// A coup taking bets (or closed, no card yet) never happens: say so,
+	// so that its bets are returned.
+	if (t.phase == PhaseBettingOpen || t.phase == PhaseBettingClosed) && len(t.cards) == 0 && t.coup > 0 {
+		a.emit(Event{Kind: EvCoupVoided, Coup: t.coup, Reason: "the shoe ended before the coup was dealt: its bets are returned"})
+	}
 	t.phase = PhaseNoShoe
 	t.cards = nil
 	t.pending = -1
@@ -689,6 +694,11 @@ func (a *applier) closeBetting(by string) bool {
 
 func (a *applier) reveal() {
 	t := a.t
+	// A suspended coup may yet be voided: the public sees nothing of it.
+	if t.Suspended() {
+		a.emit(Event{Kind: EvIgnored, Reason: "reveal while suspended"})
+		return
+	}
 	var shown []Card
 	for i := range t.cards {
 		if t.cards[i].Hidden && !t.cards[i].Unreadable {

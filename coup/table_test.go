@@ -616,6 +616,36 @@ func TestShoeMarkedBurnBetweenCoups(t *testing.T) {
 	h.expect(h.shoe(Input{Kind: InCard, Card: &c, Burn: true}), "card_dealt")
 }
 
+func TestShoeEndedBeforeCoupDealt(t *testing.T) {
+	h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate })
+	h.open()
+	h.cards("9S,7H,KD,KC")
+	h.tick(3 * time.Second)
+	// Coup 2 takes bets, then the supervisor ends the shoe: its bets go back.
+	evs := h.cmd(Command{Action: ActionShoeEnd})
+	h.expect(evs, "command_accepted coup_voided shoe_ended")
+	if evs[1].Coup != 2 {
+		t.Fatalf("voided coup %d", evs[1].Coup)
+	}
+	// A completed coup's shoe ending after it voids nothing.
+	h = newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate; c.CutCard = CutFinish })
+	h.open()
+	h.shoe(Input{Kind: InCut})
+	h.expect(h.cards("9S,7H,KD,KC"), "card_dealt card_dealt card_dealt card_dealt coup_result")
+	h.expect(h.tick(3*time.Second), "shoe_ended")
+}
+
+func TestRevealWhileSuspended(t *testing.T) {
+	h := newHarness(t, nil)
+	h.open()
+	h.cards("9S,7H,KD")
+	h.cmd(Command{Action: ActionSuspend})
+	h.expect(h.btn(ButtonReveal), "input_ignored")
+	if v := h.tab.PublicView(); v.Player[0].Card != nil {
+		t.Fatal("a suspended coup's card was shown to the public")
+	}
+}
+
 func TestTableConfigValidate(t *testing.T) {
 	p, _ := BuiltinProfile(ProfileClassic)
 	for _, mod := range []func(*TableConfig){

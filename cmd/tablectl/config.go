@@ -30,8 +30,9 @@ type Config struct {
 	Shoe    ShoeSection     `json:"shoe"`
 	Audit   AuditSection    `json:"audit"`
 	HTTP    HTTPSection     `json:"http"`
-	// MQTT is publishing and commands. A config file without the section
-	// publishes nothing; "mqtt": {} runs the embedded broker.
+	// MQTT is publishing and commands. Without the section (or with no
+	// broker in it) the controller runs the embedded broker; "disabled"
+	// turns MQTT off.
 	MQTT *MQTTSection `json:"mqtt"`
 }
 
@@ -173,7 +174,11 @@ func parseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	if c.Audit.CheckpointEvery == 0 {
 		c.Audit.CheckpointEvery = 1000
 	}
-	if c.MQTT != nil && c.MQTT.Disabled {
+	// No broker configured: the embedded one, so the table is never dark.
+	if c.MQTT == nil {
+		c.MQTT = &MQTTSection{}
+	}
+	if c.MQTT.Disabled {
 		c.MQTT = nil
 	}
 	if c.MQTT != nil {

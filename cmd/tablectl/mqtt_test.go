@@ -58,7 +58,8 @@ func TestMQTTConfig(t *testing.T) {
 		m.ClientID != "tablectl-T-1" || time.Duration(m.CommandWindow) != signedcmd.DefaultWindow || m.Keyring != "/etc/tablectl/keys.json" {
 		t.Fatalf("defaults: %+v", m)
 	}
-	if c, _, err := parseConfig([]byte(base+`}`), "/"); err != nil || c.MQTT != nil {
+	// No broker configured: the embedded broker on its default ports.
+	if c, _, err := parseConfig([]byte(base+`}`), "/"); err != nil || c.MQTT == nil || c.MQTT.Broker != "" || c.MQTT.Listen != defaultMQTTListen {
 		t.Fatalf("no section: %+v %v", c.MQTT, err)
 	}
 	if c, _, err := parseConfig([]byte(base+`,"mqtt":{"disabled":true}}`), "/"); err != nil || c.MQTT != nil {

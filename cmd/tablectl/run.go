@@ -41,7 +41,7 @@ func runRun(args []string, stdout io.Writer) error {
 	defer stop()
 	log := slog.Default().With("table", c.TableID)
 	if c.MQTT == nil {
-		log.Warn("MQTT is off: the config file has no mqtt section (\"mqtt\": {} runs the embedded broker)")
+		log.Warn("MQTT is off (mqtt.disabled): nothing is published and no command is taken")
 	}
 	ctl, err := startController(ctx, c, tc, log, controllerHooks{})
 	if err != nil {
