@@ -1,0 +1,558 @@
+// Table display: an MQTT client over WebSocket (vendor/mqtt.min.js) that
+// draws the table from the retained topics under the table's prefix. It
+// keeps nothing of its own: every message replaces what it shows, so a
+// reconnect (retained state arrives again) or a reload shows the truth.
+// Everything from the broker goes into the page as text (textContent),
+// never as markup.
+'use strict';
+
+(function () {
+  const body = document.body;
+  const VIEW = body.dataset.view === 'pit' ? 'pit' : 'public';
+  const ROWS = 6;
+  const SUIT = { S: '\u2660', H: '\u2665', D: '\u2666', C: '\u2663' };
+  const RED_SUITS = { H: true, D: true };
+  const PHASES = {
+    no_shoe: 'WAITING FOR A NEW SHOE',
+    burn: 'BURNING CARDS',
+    betting_open: 'PLACE YOUR BETS',
+    betting_closed: 'NO MORE BETS',
+    dealing: 'DEALING',
+    result: 'RESULT',
+  };
+  // Bead cells show B/P/T, or the winning point with ?bead=points.
+  const BEAD_POINTS = new URLSearchParams(location.search).get('bead') === 'points';
+
+  // What the page knows; each topic's latest payload (null: none yet).
+  const state = {
+    conn: 'connecting',
+    connDetail: '',
+    status: null,
+    coup: null,
+    shoe: null,
+    roads: null,
+    alerts: null,
+    pitShoe: null,
+    recall: null,
+    recallError: '',
+  };
+  let settings = null;
+
+  const $ = (id) => document.getElementById(id);
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
+  function pct(v) { return (Math.round(num(v) * 10) / 10).toFixed(1) + '%'; }
+  function setText(id, text) { const e = $(id); if (e.textContent !== String(text)) e.textContent = String(text); }
+  function show(id, on) { $(id).hidden = !on; }
+
+  // ------------------------------------------------------------ rendering
+  let pending = false;
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    // A short timer, not requestAnimationFrame: a screen in a background
+    // tab or a headless browser still draws, and a burst of messages (a
+    // reconnect) draws once.
+    setTimeout(() => { pending = false; render(); }, 16);
+  }
+
+  function render() {
+    renderStatus();
+    renderCoup();
+    renderShoe();
+    renderRoads();
+    if (VIEW === 'pit') renderPit();
+    body.dataset.rendered = String(Number(body.dataset.rendered || 0) + 1);
+  }
+
+  function tableState() {
+    const st = state.status;
+    const c = state.coup;
+    if (st && st.state === 'offline') return 'offline';
+    if ((st && st.suspended) || (c && c.suspended)) return 'suspended';
+    if (st && st.state === 'replay') return 'replay';
+    if (st && st.state === 'online') return 'live';
+    return 'waiting';
+  }
+
+  function renderStatus() {
+    const st = state.status || {};
+    const ts = tableState();
+    const pill = $('table-state');
+    pill.dataset.state = ts;
+    setText('table-state', { offline: 'OFFLINE', suspended: 'SUSPENDED', replay: 'REPLAY', live: 'LIVE', waiting: 'WAITING' }[ts]);
+    body.dataset.table = ts;
+
+    const suspended = ts === 'suspended';
+    show('banner-suspended', suspended);
+    if (suspended) {
+      let reason = st.suspend_reason || (state.coup && state.coup.suspend_reason) || '';
+      if (reason === 'suspended') reason = '';
+      // The pit is told what holds the table and what clears it.
+      const holding = VIEW === 'pit' && state.alerts && Array.isArray(state.alerts.alerts)
+        ? state.alerts.alerts.filter((a) => a && a.suspends) : [];
+      if (holding.length > 0) {
+        reason = holding.map((a) => (a.message || a.kind || 'alert') + (a.needs ? ' \u2192 needs ' + a.needs : '')).join(' \u00b7 ');
+      }
+      setText('suspend-reason', reason || 'no bets, no cards until the supervisor resumes the game');
+    }
+    show('banner-offline', ts === 'offline');
+
+    const conn = $('conn');
+    conn.dataset.state = state.conn;
+    setText('conn-text', { online: 'CONNECTED', reconnecting: 'RECONNECTING', connecting: 'CONNECTING', offline: 'DISCONNECTED' }[state.conn] || state.conn.toUpperCase());
+    const lost = state.conn !== 'online';
+    show('banner-conn', lost && (state.conn !== 'connecting' || state.connDetail !== ''));
+    setText('conn-detail', state.connDetail || 'reconnecting to the table\u2026');
+    body.classList.toggle('stale', lost && state.conn !== 'connecting' || ts === 'offline');
+
+    setText('table-name', (settings && settings.table) || '');
+    const shoe = state.shoe || state.coup || st;
+    setText('shoe-no', shoe && shoe.shoe ? shoe.shoe : '\u2013');
+    const coupNo = state.coup && state.coup.coup ? state.coup.coup : (st.coup || 0);
+    setText('coup-no', coupNo || '\u2013');
+  }
+
+  // cardKey says what a card slot shows, so an unchanged card keeps its
+  // element (no animation) and a changed one is drawn anew.
+  function cardKey(vc) {
+    if (vc.card) return vc.card + (vc.hidden ? ':h' : '') + (vc.manual ? ':m' : '');
+    return vc.unreadable ? '??' : 'back';
+  }
+
+  function cardEl(vc) {
+    const c = el('div', 'card');
+    if (vc.card && /^[A2-9TJQK][SHDC]$/.test(vc.card)) {
+      const rank = vc.card[0] === 'T' ? '10' : vc.card[0];
+      const suit = vc.card[1];
+      c.classList.add('face', RED_SUITS[suit] ? 'red' : 'black');
+      c.dataset.card = vc.card;
+      c.setAttribute('aria-label', vc.card);
+      for (const pos of ['tl', 'br']) {
+        const idx = el('span', 'idx ' + pos);
+        idx.append(el('span', '', rank), el('span', '', SUIT[suit]));
+        c.append(idx);
+      }
+      const center = el('span', 'center');
+      center.append(el('span', 'r', rank), el('span', 's', SUIT[suit]));
+      c.append(center);
+      if (vc.hidden) {
+        // Only the pit sees a card before the public does.
+        c.classList.add('unrevealed');
+        c.append(el('span', 'badge', 'NOT REVEALED'));
+      } else if (vc.manual) {
+        c.append(el('span', 'badge', 'MANUAL'));
+      }
+    } else if (vc.unreadable) {
+      c.classList.add('back', 'unreadable');
+      c.textContent = '?';
+      c.append(el('span', 'badge', 'UNREADABLE'));
+    } else {
+      c.classList.add('back');
+    }
+    return c;
+  }
+
+  function renderHand(id, cards) {
+    const box = $(id);
+    const list = Array.isArray(cards) ? cards.slice(0, 3) : [];
+    for (let i = 0; i < list.length; i++) {
+      const key = cardKey(list[i] || {});
+      const old = box.children[i];
+      if (old && old.dataset.key === key) continue;
+      const slot = el('div', 'slot' + (i === 2 ? ' third' : ''));
+      if (old && old.dataset.key === 'back') slot.classList.add('flip');
+      slot.dataset.key = key;
+      slot.append(cardEl(list[i] || {}));
+      if (old) old.replaceWith(slot); else box.append(slot);
+    }
+    while (box.children.length > list.length) box.lastElementChild.remove();
+  }
+
+  function renderCoup() {
+    const c = state.coup;
+    const phase = (c && c.phase) || '';
+    const ph = $('phase');
+    ph.dataset.phase = phase;
+    let phaseText = PHASES[phase] || '\u00a0';
+    if (phase === 'result' && !(c && c.result)) phaseText = 'AWAITING REVEAL';
+    const unrevealed = c && [].concat(c.player || [], c.banker || []).some((vc) => vc && vc.hidden);
+    if (phase === 'result' && c && c.result && unrevealed) phaseText = 'RESULT \u00b7 NOT YET REVEALED';
+    setText('phase', phaseText);
+
+    renderHand('player-cards', c ? c.player : []);
+    renderHand('banker-cards', c ? c.banker : []);
+    const shown = (side) => c && Array.isArray(c[side]) && c[side].some((vc) => vc && vc.card);
+    setText('player-point', shown('player') ? num(c.player_point) : '');
+    setText('banker-point', shown('banker') ? num(c.banker_point) : '');
+
+    const r = c && c.result;
+    const box = $('result');
+    $('hand-player').classList.toggle('won', !!r && r.winner === 'player');
+    $('hand-banker').classList.toggle('won', !!r && r.winner === 'banker');
+    if (!r || !r.winner) {
+      box.hidden = true;
+      box.dataset.winner = '';
+      return;
+    }
+    const key = [c.shoe, c.coup, r.winner].join('/');
+    if (box.dataset.key !== key) {
+      box.dataset.key = key;
+      box.hidden = false;
+      box.dataset.winner = r.winner;
+      setText('result-text', { banker: 'BANKER WINS', player: 'PLAYER WINS', tie: 'TIE' }[r.winner] || String(r.winner).toUpperCase());
+      const pts = r.winner === 'banker'
+        ? num(r.banker_point) + ' \u2013 ' + num(r.player_point)
+        : num(r.player_point) + ' \u2013 ' + num(r.banker_point);
+      setText('result-points', pts);
+      const tags = $('result-tags');
+      tags.replaceChildren();
+      if (r.player_natural || r.banker_natural) tags.append(el('span', 'tag natural', 'NATURAL'));
+      if (r.banker_pair) tags.append(el('span', 'tag banker-pair', 'BANKER PAIR'));
+      if (r.player_pair) tags.append(el('span', 'tag player-pair', 'PLAYER PAIR'));
+    }
+  }
+
+  function renderShoe() {
+    const s = state.shoe || state.coup || {};
+    const dealt = num(s.cards_dealt);
+    const remaining = num(s.cards_remaining);
+    setText('cards-dealt', dealt);
+    setText('cards-remaining', remaining);
+    const total = dealt + remaining;
+    $('shoe-fill').style.width = total > 0 ? (100 * dealt / total).toFixed(2) + '%' : '0%';
+    const cut = $('cut-card');
+    cut.hidden = !s.cut_card_seen;
+    if (s.cut_card_seen) setText('cut-card', s.last_coup ? 'CUT CARD OUT \u00b7 LAST COUP ' + s.last_coup : 'CUT CARD OUT');
+  }
+
+  // drawRoad lays cells out on a road's grid, showing its last columns when
+  // the shoe has more than the screen holds.
+  function drawRoad(box, cells, make) {
+    const cell = box.clientHeight / ROWS;
+    const capacity = Math.max(1, Math.floor((box.clientWidth + 1) / cell));
+    let last = -1;
+    for (const c of cells) if (c.col > last) last = c.col;
+    const offset = Math.max(0, last + 1 - capacity);
+    box.dataset.capacity = String(capacity);
+    box.dataset.offset = String(offset);
+    const frag = document.createDocumentFragment();
+    let n = 0;
+    for (const c of cells) {
+      if (c.col < offset || c.row < 0 || c.row >= ROWS) continue;
+      const e = make(c);
+      e.style.gridColumn = String(c.col - offset + 1);
+      e.style.gridRow = String(c.row + 1);
+      frag.append(e);
+      n++;
+    }
+    box.dataset.count = String(n);
+    box.replaceChildren(frag);
+  }
+
+  function pairs(e, c) {
+    if (c.banker_pair) e.append(el('i', 'pair bp'));
+    if (c.player_pair) e.append(el('i', 'pair pp'));
+  }
+
+  function beadCell(c) {
+    const e = el('div', 'cell bead ' + c.result);
+    e.textContent = BEAD_POINTS ? String(num(c.point)) : ({ banker: 'B', player: 'P', tie: 'T' }[c.result] || '?');
+    e.dataset.coup = String(c.coup);
+    e.title = 'coup ' + c.coup + ': ' + c.result + ' ' + num(c.point) + (c.natural ? ', natural' : '');
+    pairs(e, c);
+    return e;
+  }
+
+  function bigRoadCell(c) {
+    const e = el('div', 'cell bigroad ' + c.result);
+    e.dataset.coup = String(c.coup);
+    const ties = num(c.ties) + num(c.leading_ties);
+    e.dataset.ties = String(ties);
+    if (ties > 0) {
+      e.append(el('i', 'tie-slash'));
+      if (ties > 1) e.append(el('b', 'tie-count', ties));
+    }
+    pairs(e, c);
+    return e;
+  }
+
+  function derivedCell(kind) {
+    return (c) => {
+      const e = el('div', 'cell');
+      e.append(el('i', 'mk ' + kind + ' ' + (c.colour === 'red' || c.colour === 'blue' ? c.colour : 'none')));
+      return e;
+    };
+  }
+
+  let lastRoadsKey = '';
+  function renderRoads() {
+    const r = state.roads || {};
+    const grid = r.grid || {};
+    const list = (v) => (Array.isArray(v) ? v : []);
+    // Roads only change with a result, a void or a new shoe; the size of
+    // the screen changes how many columns show.
+    const key = JSON.stringify([r, window.innerWidth, window.innerHeight]);
+    if (key !== lastRoadsKey) {
+      lastRoadsKey = key;
+      drawRoad($('road-bead'), list(r.bead_plate), beadCell);
+      drawRoad($('road-big'), list(grid.big_road), bigRoadCell);
+      drawRoad($('road-bigeye'), list(grid.big_eye_boy), derivedCell('bigeye'));
+      drawRoad($('road-small'), list(grid.small_road), derivedCell('small'));
+      drawRoad($('road-roach'), list(grid.cockroach_pig), derivedCell('roach'));
+    }
+
+    const s = r.stats || {};
+    for (const side of ['banker', 'player', 'tie']) {
+      const box = $('stat-' + side);
+      const v = s[side] || {};
+      box.querySelector('.stat-count').textContent = String(num(v.count));
+      box.querySelector('.stat-pct').textContent = pct(v.percent);
+      box.dataset.count = String(num(v.count));
+      $('stat-bar').querySelector('.' + side).style.width = num(v.percent) + '%';
+    }
+    $('stat-banker-pairs').querySelector('b').textContent = String(num((s.banker_pairs || {}).count));
+    $('stat-player-pairs').querySelector('b').textContent = String(num((s.player_pairs || {}).count));
+    $('stat-naturals').querySelector('b').textContent = String(num((s.naturals || {}).count));
+    $('stat-coups').querySelector('b').textContent = String(num(s.coups));
+
+    const p = r.predict || {};
+    for (const side of ['banker', 'player']) {
+      const want = p[side] || {};
+      for (const mk of $('predict-' + side).querySelectorAll('.mk')) {
+        const colour = want[mk.dataset.road];
+        mk.classList.remove('red', 'blue', 'none');
+        mk.classList.add(colour === 'red' || colour === 'blue' ? colour : 'none');
+        mk.dataset.colour = colour || '';
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ pit
+  const BET_NAMES = {
+    player: 'Player', banker: 'Banker', tie: 'Tie', player_pair: 'Player Pair', banker_pair: 'Banker Pair',
+    any_pair: 'Any Pair', perfect_pair: 'Perfect Pair', player_bonus: 'Player Bonus', banker_bonus: 'Banker Bonus',
+  };
+  function betName(b) {
+    if (BET_NAMES[b]) return BET_NAMES[b];
+    const m = /^winning_number_(\d)$/.exec(b);
+    return m ? 'Winning Number ' + m[1] : String(b);
+  }
+  function signedPct(v) { return (v > 0 ? '+' : '') + (v * 100).toFixed(3) + '%'; }
+
+  function cardSpan(text) {
+    const s = el('span', 'c', text);
+    if (/^[A2-9TJQK][HD]$/.test(text)) s.classList.add('red');
+    if (/^[A2-9TJQK][SHDC]$/.test(text)) s.textContent = (text[0] === 'T' ? '10' : text[0]) + SUIT[text[1]];
+    return s;
+  }
+  function cardsCell(cards, manual) {
+    const td = el('td', 'cs');
+    for (const c of Array.isArray(cards) ? cards : []) {
+      const s = cardSpan(String(c));
+      if (manual && manual.includes(c)) s.classList.add('manual');
+      td.append(s);
+    }
+    return td;
+  }
+
+  function renderPit() {
+    // Active alerts.
+    const alerts = (state.alerts && Array.isArray(state.alerts.alerts)) ? state.alerts.alerts : [];
+    setText('alert-count', alerts.length);
+    const ul = $('alert-list');
+    ul.replaceChildren();
+    if (alerts.length === 0) ul.append(el('li', 'none', state.alerts ? 'No active alert' : 'Waiting for the alert list\u2026'));
+    for (const a of alerts) {
+      const li = el('li', a.suspends ? 'suspends' : '');
+      li.append(el('span', 'kind', (a.kind || a.source || 'alert').replace(/_/g, ' ').toUpperCase()));
+      if (a.coup) li.append(document.createTextNode(' \u00b7 coup ' + a.coup));
+      if (a.needs) li.append(document.createTextNode(' \u00b7 '), el('span', 'needs', 'needs ' + a.needs));
+      li.append(el('span', 'msg', a.message || ''));
+      ul.append(li);
+    }
+
+    // Remaining shoe and EV.
+    const ps = state.pitShoe;
+    const tbody = $('ev-table').querySelector('tbody');
+    tbody.replaceChildren();
+    const adv = [];
+    setText('ev-cards', ps ? '\u00b7 ' + num(ps.cards_remaining) + ' CARDS' : '');
+    const ranks = $('ev-ranks');
+    ranks.replaceChildren();
+    if (ps && ps.ranks && typeof ps.ranks === 'object') {
+      for (const rk of ['A', '2', '3', '4', '5', '6', '7', '8', '9', 'T', 'J', 'Q', 'K']) {
+        if (!(rk in ps.ranks)) continue;
+        const s = el('span');
+        s.append(el('b', '', rk === 'T' ? '10' : rk), document.createTextNode(String(num(ps.ranks[rk]))));
+        ranks.append(s);
+      }
+    }
+    for (const b of (ps && Array.isArray(ps.bets)) ? ps.bets : []) {
+      const ev = typeof b.ev === 'number' ? b.ev : null;
+      const tr = el('tr');
+      tr.dataset.bet = b.bet;
+      const advantage = b.advantage || (ev !== null && ev > 0);
+      if (advantage) { tr.classList.add('adv'); adv.push(betName(b.bet) + ' ' + signedPct(ev || 0)); }
+      tr.append(el('td', '', betName(b.bet)), el('td', 'num', pct(num(b.p_win) * 100)), el('td', 'num', pct(num(b.p_push) * 100)));
+      const evTd = el('td', 'num ev', ev === null ? 'not priced' : signedPct(ev));
+      if (ev !== null) evTd.classList.add(ev > 0 ? 'pos' : 'neg');
+      tr.append(evTd);
+      tbody.append(tr);
+    }
+    const note = ps && ps.note ? ps.note : (ps ? '' : 'Waiting for the remaining-shoe analysis\u2026');
+    show('ev-note', note !== '');
+    setText('ev-note', note);
+    show('banner-advantage', adv.length > 0);
+    setText('advantage-detail', adv.join(' \u00b7 '));
+
+    // Recall: newest first.
+    const rb = $('recall-table').querySelector('tbody');
+    rb.replaceChildren();
+    const rec = Array.isArray(state.recall) ? state.recall.slice(-10).reverse() : [];
+    for (const r of rec) {
+      const tr = el('tr', r.voided ? 'voided' : '');
+      tr.dataset.coup = String(r.coup);
+      tr.append(el('td', 'num', r.shoe + '/' + r.coup), cardsCell(r.cards, r.manual), cardsCell(r.player), cardsCell(r.banker));
+      const td = el('td', r.winner && !r.voided ? 'w-' + r.winner : '', r.voided ? 'VOID' : (r.winner || '').toUpperCase());
+      // points are "player-banker"
+      const pts = /^(\d)-(\d)$/.exec(r.points || '');
+      if (pts) td.append(el('span', 'pts', 'P' + pts[1] + ' B' + pts[2]));
+      tr.append(td);
+      rb.append(tr);
+    }
+    const rnote = state.recallError || (state.recall === null ? 'Loading\u2026' : (rec.length === 0 ? 'No coup yet' : ''));
+    show('recall-note', rnote !== '');
+    setText('recall-note', rnote);
+  }
+
+  // Recall is not on MQTT: the pit fetches it from the controller whenever
+  // a coup ends or is voided (a change of coup, phase or roads).
+  let recallKey = '';
+  let recallTimer = 0;
+  function maybeFetchRecall(force) {
+    if (VIEW !== 'pit' || !settings || !settings.recall) return;
+    const c = state.coup || {};
+    const r = state.roads || {};
+    const key = [c.shoe, c.coup, c.phase, r.stats ? r.stats.coups : 0, (r.bead_plate || []).length].join('/');
+    if (!force && key === recallKey) return;
+    recallKey = key;
+    clearTimeout(recallTimer);
+    recallTimer = setTimeout(() => {
+      fetch(settings.recall, { cache: 'no-store', credentials: 'same-origin' })
+        .then((resp) => {
+          if (!resp.ok) throw new Error('recall: HTTP ' + resp.status);
+          return resp.json();
+        })
+        .then((list) => { state.recall = Array.isArray(list) ? list : []; state.recallError = ''; schedule(); })
+        .catch((err) => { state.recallError = 'Recall unavailable: ' + err.message; schedule(); });
+    }, 150);
+  }
+
+  // ----------------------------------------------------------------- MQTT
+  function topicsFor(prefix) {
+    const t = {
+      status: prefix + '/status',
+      coup: prefix + (VIEW === 'pit' ? '/pit/coup' : '/public/coup'),
+      shoe: prefix + '/public/shoe',
+      roads: prefix + '/public/roads',
+    };
+    if (VIEW === 'pit') {
+      t.alerts = prefix + '/pit/alerts/active';
+      t.pitShoe = prefix + '/pit/shoe';
+    }
+    return t;
+  }
+
+  function brokerURL(ws) {
+    if (ws.startsWith('/')) return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + ws;
+    return ws;
+  }
+
+  function randomID() {
+    const a = new Uint8Array(4);
+    crypto.getRandomValues(a);
+    return Array.from(a, (b) => b.toString(16).padStart(2, '0')).join('');
+  }
+
+  function connect(cfg) {
+    settings = cfg;
+    const topics = topicsFor(cfg.prefix);
+    const byTopic = {};
+    for (const [k, v] of Object.entries(topics)) byTopic[v] = k;
+    const opts = {
+      protocolVersion: 4, // MQTT 3.1.1: what every broker speaks
+      clean: true,
+      clientId: (cfg.client_id_prefix || 'td-') + randomID(),
+      keepalive: 20,
+      connectTimeout: 8000,
+      reconnectPeriod: 2000,
+      resubscribe: false, // subscribed again on every connect, below
+    };
+    if (cfg.username) opts.username = cfg.username;
+    if (cfg.password) opts.password = cfg.password;
+    const client = mqtt.connect(brokerURL(cfg.broker_ws), opts);
+    window.tableDisplay = { client: client, state: state, view: VIEW };
+
+    client.on('connect', () => {
+      state.conn = 'online';
+      state.connDetail = '';
+      const subs = {};
+      for (const t of Object.values(topics)) subs[t] = { qos: 0 };
+      client.subscribe(subs, (err) => {
+        if (err) { state.connDetail = 'subscribe refused: ' + err.message; schedule(); }
+      });
+      maybeFetchRecall(true);
+      schedule();
+    });
+    client.on('reconnect', () => { state.conn = 'reconnecting'; schedule(); });
+    client.on('close', () => { if (state.conn === 'online') state.conn = 'reconnecting'; schedule(); });
+    client.on('offline', () => { state.conn = 'reconnecting'; schedule(); });
+    client.on('error', (err) => { state.connDetail = 'broker: ' + (err && err.message ? err.message : String(err)); schedule(); });
+    client.on('message', (topic, payload) => {
+      const key = byTopic[topic];
+      if (!key) return;
+      let v = null;
+      if (payload && payload.length > 0) {
+        try { v = JSON.parse(new TextDecoder().decode(payload)); } catch (e) {
+          console.warn('table display: bad JSON on', topic, e.message);
+          return;
+        }
+      }
+      state[key] = v;
+      if (key === 'coup' || key === 'roads') maybeFetchRecall(false);
+      schedule();
+    });
+  }
+
+  // The settings come from the controller's HTTP; retry until it answers.
+  let delay = 1000;
+  function start() {
+    fetch(body.dataset.config, { cache: 'no-store', credentials: 'same-origin' })
+      .then((resp) => {
+        if (!resp.ok) throw new Error('HTTP ' + resp.status);
+        return resp.json();
+      })
+      .then((cfg) => {
+        if (!cfg || typeof cfg.broker_ws !== 'string' || typeof cfg.prefix !== 'string') throw new Error('bad settings');
+        if (typeof mqtt === 'undefined') throw new Error('mqtt.js did not load');
+        connect(cfg);
+      })
+      .catch((err) => {
+        state.conn = 'offline';
+        state.connDetail = 'cannot load the display settings (' + err.message + '); retrying';
+        schedule();
+        setTimeout(start, delay);
+        delay = Math.min(delay * 2, 30000);
+      });
+  }
+
+  window.addEventListener('resize', schedule);
+  render();
+  start();
+})();
