@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"time"
@@ -88,6 +89,9 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
+	if err := probeWritable(path); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(path); err == nil {
 		vo := VerifyOptions{}
 		if opt.Key != nil {
@@ -112,6 +116,25 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 		return nil, err
 	}
 	return r, nil
+}
+
+// probeWritable refuses, naming the file, a trail the controller could not
+// write: it must not start dealing on a record it cannot extend.
+func probeWritable(path string) error {
+	if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: audit trail %s is read-only or cannot be opened for writing: %v", ErrWriteFailed, path, err)
+	}
+	// SQLite also writes its -wal, -shm and lock files beside the trail.
+	dir := filepath.Dir(path)
+	probe, err := os.CreateTemp(dir, ".tablectl-probe-*")
+	if err != nil {
+		return fmt.Errorf("%w: audit trail %s: its directory %s is read-only or not writable: %v", ErrWriteFailed, path, dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
 }
 
 // rebuild replays the whole trail into a table and records the
@@ -237,6 +260,10 @@ func (r *Recorder) recordOutage(ctx context.Context, at time.Time) error {
 func (r *Recorder) fail(err error) {
 	first := r.failing == nil
 	r.failing = err
+	select { // RunTimers retries the trail from now on
+	case r.changed <- struct{}{}:
+	default:
+	}
 	if first {
 		r.log.Error("audit trail cannot be written: the table is suspended until it can", "err", err)
 	}
@@ -334,15 +361,20 @@ func (r *Recorder) Close() error {
 // time.After in production, a fake in tests.
 func (r *Recorder) RunTimers(ctx context.Context, after func(time.Duration) <-chan time.Time) error {
 	for {
-		var fire <-chan time.Time
+		var fire, retry <-chan time.Time
 		deadline, ok := r.Deadline()
 		if ok {
 			fire = after(max(0, deadline.Sub(r.clock.Now())))
+		}
+		if r.Failing() != nil {
+			retry = after(OutageRetry)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-r.changed:
+		case <-retry:
+			r.RetryTrail(ctx)
 		case <-fire:
 			// A timer may fire a hair early by the clock: the tick is
 			// stamped no earlier than the deadline it is for.
@@ -355,4 +387,20 @@ func (r *Recorder) RunTimers(ctx context.Context, after func(time.Duration) <-ch
 			}
 		}
 	}
+}
+
+// OutageRetry is how often RunTimers tries a trail that could not be
+// written, so the outage is recorded (and the table alerted) as soon as the
+// trail takes writes again, not only when the next input comes.
+const OutageRetry = time.Second
+
+// RetryTrail records the outage now if the trail failed and can be written
+// again; it reports whether the trail is writable.
+func (r *Recorder) RetryTrail(ctx context.Context) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failing == nil {
+		return true
+	}
+	return r.recordOutage(ctx, r.clock.Now().Round(0).UTC()) == nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -209,8 +210,19 @@ func TestRecorderWriteFailure(t *testing.T) {
 	if _, after := r.View(); !reflect.DeepEqual(before, after) || len(failures) != 2 || r.Failing() == nil {
 		t.Fatalf("state moved on an unrecorded input, or failure not told (%d)", len(failures))
 	}
+	if r.RetryTrail(ctx) {
+		t.Fatal("a read-only trail retried as writable")
+	}
 	if _, err := r.store.w.ExecContext(ctx, "PRAGMA query_only = OFF"); err != nil {
 		t.Fatal(err)
+	}
+	// The outage is recorded as soon as the trail is tried again, before
+	// any input comes.
+	if !r.RetryTrail(ctx) || r.Failing() != nil {
+		t.Fatal("retry did not record the outage")
+	}
+	if _, pit := r.View(); !pit.Suspended || len(pit.Alerts) != 1 || pit.Alerts[0].Kind != coup.AlertAuditFailed {
+		t.Fatalf("after the retry: %+v", pit)
 	}
 	c, err := r.Submit(ctx, script[10])
 	if err != nil {
@@ -281,6 +293,23 @@ func TestRecorderTimers(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("tick not committed")
+	}
+}
+
+func TestRecorderRefusesUnwritableTrail(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trail.db")
+	r := openRecorder(t, path, nil)
+	r.Close()
+	// A trail whose directory cannot take SQLite's side files: a regular
+	// file stands where the directory should be.
+	blocked := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenRecorder(context.Background(), filepath.Join(blocked, "trail.db"), RecorderOptions{Table: "T1", Config: vipConfig(t), Logger: quietLogger()})
+	if !errors.Is(err, ErrWriteFailed) || !strings.Contains(err.Error(), blocked) {
+		t.Fatalf("err %v", err)
 	}
 }
 
