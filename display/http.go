@@ -15,22 +15,63 @@ type Source interface {
 	Failing() error
 }
 
-// Handler serves the controller's read-only endpoints:
+// Endpoints are the parts of the controller's HTTP endpoints beyond the
+// table and its trail. Any may be nil.
+type Endpoints struct {
+	// ShoeLink says the shoe's link state for /health ("connected",
+	// "silent", "disconnected"); nil reports "unknown".
+	ShoeLink func() string
+	// Broker says the MQTT broker connection's state for /health
+	// ("connected", "disconnected"); nil reports "off" (no MQTT).
+	Broker func() string
+	// Metrics serves /metrics (display/metrics); nil leaves it out.
+	Metrics http.Handler
+}
+
+// Health is the /health answer. Status is "ok", "degraded" (the table's
+// links are not all up: the shoe's or the broker's) or
+// "audit_write_failed"; the other fields say which part is what.
+type Health struct {
+	Status   string `json:"status"`
+	Audit    string `json:"audit"` // "ok" or "failing"
+	Error    string `json:"error,omitempty"`
+	ShoeLink string `json:"shoe_link"`
+	Broker   string `json:"broker"`
+}
+
+// Health statuses.
+const (
+	HealthOK       = "ok"
+	HealthDegraded = "degraded"
+	HealthFailing  = "audit_write_failed"
+)
+
+// Handler serves the controller's read-only endpoints with no Endpoints:
+// see NewHandler.
+func Handler(src Source) http.Handler { return NewHandler(src, Endpoints{}) }
+
+// NewHandler serves the controller's read-only endpoints:
 //
-//	/health       200 when the audit trail is writable, 503 with why when not
+//	/health       the state of the trail and the links as a Health: 503
+//	              while the trail cannot be written (nothing can be
+//	              recorded), else 200, "degraded" while the shoe's link or
+//	              the broker is down (the table goes on, or is suspended
+//	              by its own alert; restarting the controller would not help)
 //	/state        the public view of the table
 //	/recall       the last 10 coups with every card (last-game recall)
+//	/metrics      Prometheus metrics, when Endpoints.Metrics is set
 //
 // /recall shows every card as read, so serve it on loopback or behind the
 // pit's credentials.
-func Handler(src Source) http.Handler {
+func NewHandler(src Source, e Endpoints) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		if err := src.Failing(); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "audit_write_failed", "error": err.Error()})
-			return
+		h := HealthOf(src, e)
+		code := http.StatusOK
+		if h.Status == HealthFailing {
+			code = http.StatusServiceUnavailable
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, code, h)
 	})
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
 		pub, _ := src.View()
@@ -39,7 +80,28 @@ func Handler(src Source) http.Handler {
 	mux.HandleFunc("GET /recall", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, RecallOf(src.Recall()))
 	})
+	if e.Metrics != nil {
+		mux.Handle("GET /metrics", e.Metrics)
+	}
 	return mux
+}
+
+// HealthOf is the controller's health now.
+func HealthOf(src Source, e Endpoints) Health {
+	h := Health{Status: HealthOK, Audit: "ok", ShoeLink: "unknown", Broker: "off"}
+	if e.ShoeLink != nil {
+		h.ShoeLink = e.ShoeLink()
+	}
+	if e.Broker != nil {
+		h.Broker = e.Broker()
+	}
+	if (e.ShoeLink != nil && h.ShoeLink != "connected") || (e.Broker != nil && h.Broker != "connected") {
+		h.Status = HealthDegraded
+	}
+	if err := src.Failing(); err != nil {
+		h.Status, h.Audit, h.Error = HealthFailing, "failing", err.Error()
+	}
+	return h
 }
 
 // RecallCoup is one coup of last-game recall.

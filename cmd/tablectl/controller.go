@@ -21,21 +21,30 @@ import (
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/broker"
 	signedcmd "github.com/tablectl/tablectl/display/command"
+	"github.com/tablectl/tablectl/display/metrics"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/shoeread"
 )
 
 // controller wires one table: the shoe's port, its protocol reader, the
-// recorder that owns the table and the trail, the HTTP endpoints, and MQTT:
-// the broker (embedded or not), the publisher and the signed commands.
+// recorder that owns the table and the trail, the HTTP endpoints and the
+// metrics, and MQTT: the broker (embedded or not), the publisher and the
+// signed commands.
 type controller struct {
-	cfg    Config
-	log    *slog.Logger
-	rec    *audit.Recorder
-	reader *shoeread.Reader
-	link   *device.Link
-	http   *http.Server
-	ln     net.Listener
+	cfg  Config
+	log  *slog.Logger
+	rec  *audit.Recorder
+	link *device.Link
+	// handler is the HTTP endpoints, served on ln when http.listen is set.
+	handler http.Handler
+	http    *http.Server
+	ln      net.Listener
+	metrics *metrics.Metrics
+
+	// readerMu serialises the reader: the link's goroutine decodes, a
+	// scrape reads its counters.
+	readerMu sync.Mutex
+	reader   *shoeread.Reader
 
 	broker   *broker.Broker // the embedded broker, nil with one configured
 	conn     *mqttpub.Conn
@@ -62,7 +71,8 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 		}
 		key = k
 	}
-	ctl := &controller{cfg: c, log: log}
+	m := metrics.New()
+	ctl := &controller{cfg: c, log: log, metrics: m}
 	// The publisher is made once the trail is open; nothing is committed
 	// before then.
 	var pub *mqttpub.Publisher
@@ -70,6 +80,7 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 		for _, r := range cm.Records {
 			log.Info("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
 		}
+		m.Commit(cm)
 		if pub != nil {
 			pub.Commit(cm)
 		}
@@ -79,6 +90,7 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 	}
 	onFail := func(err error, v coup.View) {
 		log.Error("table suspended: the audit trail cannot be written", "err", err)
+		m.WriteFailure(err)
 		if pub != nil {
 			pub.WriteFailure(err, v)
 		}
@@ -88,7 +100,7 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 	}
 	rec, err := audit.OpenRecorder(ctx, c.Audit.Path, audit.RecorderOptions{
 		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: c.Audit.CheckpointEvery,
-		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail,
+		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
 	})
 	if err != nil {
 		return nil, err
@@ -119,15 +131,57 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 	if err != nil {
 		return fail(err)
 	}
+	if err := ctl.watch(); err != nil {
+		return fail(err)
+	}
 	if c.HTTP.Listen != "" {
 		ln, err := net.Listen("tcp", c.HTTP.Listen)
 		if err != nil {
 			return fail(fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err))
 		}
 		ctl.ln = ln
-		ctl.http = &http.Server{Handler: display.Handler(rec), ReadHeaderTimeout: 5 * time.Second}
+		ctl.http = &http.Server{Handler: ctl.handler, ReadHeaderTimeout: 5 * time.Second}
 	}
 	return ctl, nil
+}
+
+// watch hands the running parts to the metrics and makes the HTTP
+// endpoints, /health and /metrics among them.
+func (ctl *controller) watch() error {
+	src := metrics.Sources{Link: ctl.link, Sequence: ctl.sequenceStats, Table: ctl.rec}
+	ep := display.Endpoints{ShoeLink: ctl.shoeLinkState, Metrics: ctl.metrics.Handler()}
+	if ctl.conn != nil {
+		src.Broker, src.Backlog = ctl.conn, ctl.pub
+		ep.Broker = ctl.brokerState
+	}
+	if err := ctl.metrics.Watch(src); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	ctl.handler = display.NewHandler(ctl.rec, ep)
+	return nil
+}
+
+// sequenceStats reads the reader's sequence counters for a scrape.
+func (ctl *controller) sequenceStats() shoeread.SequenceStats {
+	ctl.readerMu.Lock()
+	defer ctl.readerMu.Unlock()
+	return ctl.reader.Sequencer().Stats()
+}
+
+// shoeLinkState names the shoe link's state for /health.
+func (ctl *controller) shoeLinkState() string {
+	if s := ctl.link.Status().State; s != 0 {
+		return s.String()
+	}
+	return "starting" // the port not yet tried
+}
+
+// brokerState names the broker connection's state for /health.
+func (ctl *controller) brokerState() string {
+	if up, _ := ctl.conn.Connection(); up {
+		return "connected"
+	}
+	return "disconnected"
 }
 
 // submit records one input; failures are already reported by the recorder.
@@ -138,7 +192,11 @@ func (ctl *controller) submit(in coup.Input) {
 }
 
 func (ctl *controller) onData(p []byte) {
-	for _, ev := range ctl.reader.Decode(p) {
+	ctl.readerMu.Lock()
+	evs := ctl.reader.Decode(p)
+	ctl.readerMu.Unlock()
+	ctl.metrics.ShoeEvents(evs)
+	for _, ev := range evs {
 		if ev.Kind == shoeread.KindProtocolError {
 			ctl.log.Warn("shoe protocol error", "reason", shoeread.Reason(ev.Err), "err", ev.Err, "rejected_bytes", ev.Rejected, "raw", ev.Raw)
 		}
@@ -260,7 +318,7 @@ func (ctl *controller) startMQTT(ctx context.Context, tc coup.TableConfig, clock
 	conn, err := mqttpub.Dial(mqttpub.ConnOptions{
 		Broker: url, ClientID: m.ClientID, Username: user, Password: pass, TLS: tlsCfg,
 		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(ctl.cfg.TableID),
-		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Logger: log,
+		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Inbox: commandInbox, Logger: log,
 	})
 	if err != nil {
 		return nil, err
@@ -288,14 +346,22 @@ func (ctl *controller) startMQTT(ctx context.Context, tc coup.TableConfig, clock
 		Table: ctl.cfg.TableID, Topics: topics, Client: conn, Trail: ctl.rec.Store(), Config: tc,
 		From: thisStart(ctx, ctl.rec.Store()), Driver: ctl.cfg.Shoe.Driver, Queue: m.Queue, Clock: clock,
 		Roads: mqttpub.RoadsOf[display.RoadsJSON](display.NewRoads(), log), Logger: log,
+		ObservePublish: ctl.metrics.ObservePublish,
 	})
 	if err != nil {
 		return nil, err
 	}
 	ctl.pub = pub
-	ctl.commands = &signedcmd.Handler{Verifier: ver, Recorder: ctl.rec, Replier: pub, Clock: clock, Logger: log}
+	ctl.commands = &signedcmd.Handler{Verifier: ver, Recorder: ctl.rec, Replier: pub, Clock: clock, Logger: log,
+		Observe: func(o signedcmd.Outcome) { ctl.metrics.Command(o.Result, o.Code, o.Summarised) }}
 	return pub, nil
 }
+
+// commandInbox is how many received commands may wait for the handler
+// before more are dropped (and counted): enough to ride out the fsyncs of
+// a burst of refusals during a flood without dropping a real command, at
+// most 2 MiB of payloads (each is cut at signedcmd.MaxBytes+1).
+const commandInbox = 256
 
 // loadKeyring reads the keyring, or makes an empty one when none is set.
 func loadKeyring(path string) (*signedcmd.Keyring, error) {
@@ -327,14 +393,19 @@ func thisStart(ctx context.Context, st *audit.Store) int64 {
 }
 
 // takeCommands hands the commands that arrive on cmd to the handler, one
-// at a time and in order.
+// at a time and in order, and writes each summary of refusals beyond the
+// limit when it falls due, the last on the way out (the trail is still
+// open: run closes it after this returns).
 func (ctl *controller) takeCommands(ctx context.Context) {
+	defer ctl.commands.Flush(context.WithoutCancel(ctx))
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case m := <-ctl.conn.Messages():
 			ctl.commands.Handle(ctx, m.Payload, m.Size)
+		case <-ctl.commands.SummaryTimer():
+			ctl.commands.Flush(ctx)
 		}
 	}
 }

@@ -173,7 +173,7 @@ func printDemo(w io.Writer, i demoInfo, o demoOptions) {
   MQTT broker      %s   (WebSocket: %s)
   topics           %s/#
                    watch: mosquitto_sub -h %s -p %s -t '%s/#' -v
-  HTTP             %s/state  %s/recall  %s/health
+  HTTP             %s/state  %s/recall  %s/health  %s/metrics
   audit trail      %s   (tablectl audit verify --db %s)
   shoe             %s (pseudo-terminal)
   supervisor key   %s   (keyring %s)
@@ -181,7 +181,7 @@ func printDemo(w io.Writer, i demoInfo, o demoOptions) {
                           go run ./cmd/tablectl resume --broker %s --table %s --key %s
 
 Ctrl-C stops it.
-`, o.table, i.MQTT, orOff(i.WS), i.Prefix, host, port, i.Prefix, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.Shoe,
+`, o.table, i.MQTT, orOff(i.WS), i.Prefix, host, port, i.Prefix, i.HTTP, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.Shoe,
 		i.Key, i.Keyring, i.MQTT, o.table, i.Key, i.MQTT, o.table, i.Key)
 }
 

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
@@ -120,22 +122,64 @@ type Replier interface {
 // Handler takes commands off the wire: it verifies each, records it
 // (refused ones as audit.KindRejected rows, table actions as table inputs,
 // resync as a KindAccepted row) and leaves the reply to whoever publishes
-// the trail, so a reply never runs ahead of the record.
+// the trail, so a reply never runs ahead of the record. Refusals beyond
+// Limit are summarised instead (KindRefusals). Its methods may be called
+// from several goroutines.
 type Handler struct {
 	Verifier *Verifier
 	Recorder Recorder
 	Replier  Replier
 	Clock    audit.Clock
 	Logger   *slog.Logger
+	// Limit bounds the rows refusals write; the zero value is the defaults.
+	Limit RefusalLimit
+	// Observe hears every command's outcome, for the metrics. It must not
+	// block.
+	Observe func(Outcome)
+	// After makes the timer that writes a summary when it falls due, in
+	// Run: time.After when nil, a fake in tests.
+	After func(time.Duration) <-chan time.Time
+
+	mu     sync.Mutex
+	bucket refusalBucket
+}
+
+// Outcome is what became of one command.
+type Outcome struct {
+	// Result is Accepted or Refused.
+	Result string
+	// Code is the refusal code ("" when accepted): one of the Code
+	// constants, CodeTable for a verified command the table refused.
+	Code string
+	// Summarised marks a refusal that got no row and no reply of its own,
+	// only a count in the next KindRefusals row.
+	Summarised bool
+}
+
+func (h *Handler) log() *slog.Logger {
+	if h.Logger == nil {
+		return slog.Default()
+	}
+	return h.Logger
+}
+
+func (h *Handler) now() time.Time {
+	if h.Clock == nil {
+		return time.Now()
+	}
+	return h.Clock.Now()
+}
+
+func (h *Handler) observe(o Outcome) {
+	if h.Observe != nil {
+		h.Observe(o)
+	}
 }
 
 // Handle deals with one command. size is the payload's size on the wire
 // when payload was cut short (0 when it is whole).
 func (h *Handler) Handle(ctx context.Context, payload []byte, size int) {
-	log := h.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := h.log()
 	if size < len(payload) {
 		size = len(payload)
 	}
@@ -148,6 +192,48 @@ func (h *Handler) Handle(ctx context.Context, payload []byte, size int) {
 	}
 	var ref *Refusal
 	if errors.As(err, &ref) {
+		h.refused(ctx, ref, payload, size)
+		return
+	}
+	c := v.Command
+	log.Info("command verified", "id", c.ID, "action", c.Action, "supervisor", c.Supervisor)
+	out := Outcome{Result: Accepted}
+	if c.Action == ActionResync {
+		_, err = h.Recorder.Record(ctx, audit.Event{Kind: KindAccepted, Body: AcceptedBody{ID: c.ID, Action: c.Action, By: c.Supervisor, From: c.From, Reason: c.Reason}})
+	} else {
+		var cm audit.Commit
+		cm, err = h.Recorder.Submit(ctx, v.Input())
+		for _, e := range cm.Events {
+			if e.Kind == coup.EvCommandRefused {
+				out = Outcome{Result: Refused, Code: CodeTable}
+			}
+		}
+	}
+	if err != nil {
+		out = Outcome{Result: Refused, Code: CodeTrail}
+		h.direct(Reply{ID: c.ID, Action: c.Action, By: c.Supervisor, Result: Refused, Code: CodeTrail,
+			Reason: "the audit trail cannot be written: " + err.Error()})
+	}
+	h.observe(out)
+}
+
+// refused records a refusal in a row of its own while the limit allows,
+// and otherwise counts it in the summary being gathered.
+func (h *Handler) refused(ctx context.Context, ref *Refusal, payload []byte, size int) {
+	log := h.log()
+	now := h.now()
+	limit := h.Limit.withDefaults()
+	h.mu.Lock()
+	own := h.bucket.take(limit, now)
+	first := !own && h.bucket.gather(ref.Code, size, now)
+	due, pending := h.bucket.due(limit)
+	h.mu.Unlock()
+	h.observe(Outcome{Result: Refused, Code: ref.Code, Summarised: !own})
+	if first {
+		log.Warn("commands are refused faster than the trail records them one by one: counting them in one row",
+			"burst", limit.Burst, "every", limit.Every, "summary_in", limit.Summary)
+	}
+	if own {
 		sum := sha256.Sum256(payload)
 		body := RejectedBody{ID: ref.ID, Action: ref.Action, Supervisor: ref.Supervisor, Table: ref.Table,
 			Code: ref.Code, Reason: ref.Reason, Bytes: size, SHA256: hex.EncodeToString(sum[:])}
@@ -156,34 +242,51 @@ func (h *Handler) Handle(ctx context.Context, payload []byte, size int) {
 			h.direct(Reply{ID: ref.ID, Action: ref.Action, By: ref.Supervisor, Result: Refused, Code: ref.Code,
 				Reason: ref.Reason + " (and the refusal could not be recorded: " + err.Error() + ")"})
 		}
-		return
 	}
-	c := v.Command
-	log.Info("command verified", "id", c.ID, "action", c.Action, "supervisor", c.Supervisor)
-	if c.Action == ActionResync {
-		_, err = h.Recorder.Record(ctx, audit.Event{Kind: KindAccepted, Body: AcceptedBody{ID: c.ID, Action: c.Action, By: c.Supervisor, From: c.From, Reason: c.Reason}})
-	} else {
-		_, err = h.Recorder.Submit(ctx, v.Input())
-	}
-	if err != nil {
-		h.direct(Reply{ID: c.ID, Action: c.Action, By: c.Supervisor, Result: Refused, Code: CodeTrail,
-			Reason: "the audit trail cannot be written: " + err.Error()})
+	if pending && !now.Before(due) {
+		h.Flush(ctx)
 	}
 }
 
-func (h *Handler) direct(r Reply) {
-	if h.Clock != nil {
-		r.At = h.Clock.Now().UTC()
-	} else {
-		r.At = time.Now().UTC()
+// SummaryDue is when the refusals gathered so far must be written (Flush),
+// if any are.
+func (h *Handler) SummaryDue() (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bucket.due(h.Limit.withDefaults())
+}
+
+// Flush writes the refusals gathered so far as one KindRefusals row, due or
+// not. A summary the trail does not take is kept, to go with the next.
+func (h *Handler) Flush(ctx context.Context) error {
+	h.mu.Lock()
+	p := h.bucket.takeSummary()
+	h.mu.Unlock()
+	if p.Count == 0 {
+		return nil
 	}
+	if _, err := h.Recorder.Record(ctx, audit.Event{Kind: KindRefusals, Body: p}); err != nil {
+		h.mu.Lock()
+		h.bucket.putBack(h.Limit.withDefaults(), p, h.now())
+		h.mu.Unlock()
+		return fmt.Errorf("record a summary of %d refused commands: %w", p.Count, err)
+	}
+	h.log().Warn("commands refused without a row each", "count", p.Count, "bytes", p.Bytes, "codes", p.Codes, "from", p.From, "to", p.To)
+	return nil
+}
+
+func (h *Handler) direct(r Reply) {
+	r.At = h.now().UTC()
 	if h.Replier != nil {
 		h.Replier.Reply(r)
 	}
 }
 
-// Run handles the commands from in until ctx is done or in is closed.
+// Run handles the commands from in until ctx is done or in is closed,
+// writing each summary of refusals when it falls due and the last one on
+// the way out.
 func (h *Handler) Run(ctx context.Context, in <-chan Message) {
+	defer h.Flush(context.WithoutCancel(ctx))
 	for {
 		select {
 		case <-ctx.Done():
@@ -193,8 +296,25 @@ func (h *Handler) Run(ctx context.Context, in <-chan Message) {
 				return
 			}
 			h.Handle(ctx, m.Payload, m.Size)
+		case <-h.SummaryTimer():
+			h.Flush(ctx)
 		}
 	}
+}
+
+// SummaryTimer fires when the summary being gathered falls due; it is nil
+// (never fires) while none is. For loops that take commands from elsewhere
+// than Run: re-arm it after every command.
+func (h *Handler) SummaryTimer() <-chan time.Time {
+	due, ok := h.SummaryDue()
+	if !ok {
+		return nil
+	}
+	after := h.After
+	if after == nil {
+		after = time.After
+	}
+	return after(max(0, due.Sub(h.now())))
 }
 
 // Message is one command as it came off the wire. Payload may be cut short

@@ -154,11 +154,30 @@ func (e *engine) rowMessages(rec audit.Record) []Message {
 				By:      b.Supervisor, Seq: rec.Seq, At: rec.At, Command: b.ID, Code: b.Code,
 			}))
 		}
+	case command.KindRefusals:
+		var b command.RefusalsBody
+		if json.Unmarshal(rec.Body, &b) == nil {
+			add(e.msg(TopicPitAlerts, 1, false, Alert{
+				State: AlertNotice, ID: fmt.Sprintf("command-%d", rec.Seq), Source: SourceCommand, Kind: "command_refusals",
+				Message: fmt.Sprintf("%d commands refused without a reply each, from %s to %s: a flood on cmd? (by code: %s)",
+					b.Count, b.From.UTC().Format(time.RFC3339), b.To.UTC().Format(time.RFC3339), codeCounts(b.Codes)),
+				Seq: rec.Seq, At: rec.At,
+			}))
+		}
 	}
 	if r, ok := command.ReplyFor(rec); ok {
 		add(e.msg(TopicCmdReply, 1, false, r))
 	}
 	return out
+}
+
+// codeCounts writes refusal counts by code, in code order.
+func codeCounts(m map[string]int64) string {
+	var parts []string
+	for _, code := range slices.Sorted(mapsKeys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", code, m[code]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orNone(s string) string {

@@ -47,6 +47,12 @@ type Options struct {
 	Roads  RoadsFunc
 	Clock  audit.Clock
 	Logger *slog.Logger
+	// ObservePublish hears, for each row published from a live commit, how
+	// long it took from Commit to the broker's acknowledgement of every
+	// message the row called for (PUBACK at QoS 1), for the metrics. Rows
+	// read back from the trail (after dropped commits, a reconnect or a
+	// failed publish) are not timed. It must not block.
+	ObservePublish func(d time.Duration)
 }
 
 // Publisher publishes what the recorder commits: see the package comment.
@@ -57,7 +63,7 @@ type Publisher struct {
 	log *slog.Logger
 	eng *engine
 
-	queue   chan []audit.Record
+	queue   chan queued
 	behind  atomic.Bool // commits were dropped: read the trail
 	wake    chan struct{}
 	replies chan command.Reply
@@ -65,7 +71,8 @@ type Publisher struct {
 	failMu sync.Mutex
 	fail   *failure
 
-	acked atomic.Int64 // every row up to here is acknowledged by the broker
+	acked   atomic.Int64 // every row up to here is acknowledged by the broker
+	started atomic.Bool  // Run has set acked
 
 	// Run's own state.
 	applied  int64 // the last row applied to the table copy
@@ -75,6 +82,14 @@ type Publisher struct {
 	dirty    bool            // rows applied since retained state was last published
 	errs     int             // publishes failed in a row, for backoff
 	conn     <-chan struct{} // the connection state of the last full publish
+}
+
+// queued is one commit's rows waiting for Run, with when it was committed.
+type queued struct {
+	recs []audit.Record
+	// at is a monotonic reading, for the publish latency only: it never
+	// goes into a payload, so the wall clock, not Options.Clock, is right.
+	at time.Time
 }
 
 type failure struct {
@@ -88,6 +103,7 @@ type failure struct {
 type group struct {
 	seq  int64
 	toks []Token
+	at   time.Time // when the row was committed; zero when not timed
 }
 
 // errDown reports that the connection went down mid-work.
@@ -122,7 +138,7 @@ func New(opt Options) (*Publisher, error) {
 	}
 	return &Publisher{
 		opt: opt, log: opt.Logger, eng: eng,
-		queue: make(chan []audit.Record, opt.Queue), wake: make(chan struct{}, 1), replies: make(chan command.Reply, 64),
+		queue: make(chan queued, opt.Queue), wake: make(chan struct{}, 1), replies: make(chan command.Reply, 64),
 	}, nil
 }
 
@@ -134,7 +150,7 @@ func (p *Publisher) Commit(c audit.Commit) {
 		return
 	}
 	select {
-	case p.queue <- c.Records:
+	case p.queue <- queued{recs: c.Records, at: time.Now()}:
 	default:
 		p.behind.Store(true)
 		p.poke()
@@ -173,6 +189,24 @@ func (p *Publisher) poke() {
 // by the broker.
 func (p *Publisher) Acked() int64 { return p.acked.Load() }
 
+// Waiting is how many rows the trail holds that the broker has not yet
+// acknowledged: committed, and still to be published or in flight. It
+// grows while the broker is away and shrinks as it catches up.
+func (p *Publisher) Waiting() int64 {
+	head := p.opt.Trail.Head().Seq
+	var done int64
+	switch {
+	case p.started.Load():
+		done = p.acked.Load()
+	case p.opt.From > 0:
+		done = p.opt.From - 1
+	default:
+		// Run has not started: it will begin after the head it finds.
+		return 0
+	}
+	return max(0, head-done)
+}
+
 // Run publishes until ctx is done, then publishes what is still queued and
 // the offline status, within a couple of seconds.
 func (p *Publisher) Run(ctx context.Context) error {
@@ -188,6 +222,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	}
 	p.applied = from - 1
 	p.acked.Store(from - 1)
+	p.started.Store(true)
 	p.fresh, p.dirty = true, true
 	for {
 		up, changed := p.opt.Client.Connection()
@@ -227,8 +262,8 @@ func (p *Publisher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return p.stop()
 		case <-changed:
-		case recs := <-p.queue:
-			if err := p.process(ctx, changed, recs); err != nil {
+		case q := <-p.queue:
+			if err := p.process(ctx, changed, q); err != nil {
 				if ctx.Err() != nil {
 					return p.stop()
 				}
@@ -313,7 +348,7 @@ func (p *Publisher) reconnected(ctx context.Context, changed <-chan struct{}) er
 	if acked < p.applied {
 		p.log.Info("mqtt publisher: sending again the rows not acknowledged", "from", acked+1, "to", p.applied)
 		if err := p.pages(ctx, acked+1, p.applied, func(rec audit.Record) error {
-			return p.emit(ctx, changed, rec)
+			return p.emit(ctx, changed, rec, time.Time{})
 		}); err != nil {
 			return err
 		}
@@ -380,8 +415,8 @@ func (p *Publisher) publishRetained() {
 
 // process publishes one commit's rows, reading any rows it skipped from
 // the trail first.
-func (p *Publisher) process(ctx context.Context, changed <-chan struct{}, recs []audit.Record) error {
-	for _, rec := range recs {
+func (p *Publisher) process(ctx context.Context, changed <-chan struct{}, q queued) error {
+	for _, rec := range q.recs {
 		if rec.Seq <= p.applied {
 			continue // already read from the trail
 		}
@@ -395,7 +430,7 @@ func (p *Publisher) process(ctx context.Context, changed <-chan struct{}, recs [
 			p.behind.Store(true)
 			return fmt.Errorf("mqtt publisher: row %d after %d", rec.Seq, p.applied)
 		}
-		if err := p.handle(ctx, changed, rec); err != nil {
+		if err := p.handle(ctx, changed, rec, q.at); err != nil {
 			p.behind.Store(true)
 			return err
 		}
@@ -409,7 +444,7 @@ func (p *Publisher) catchUp(ctx context.Context, changed <-chan struct{}, to int
 		if rec.Seq != p.applied+1 {
 			return fmt.Errorf("mqtt publisher: the trail gave row %d after %d", rec.Seq, p.applied)
 		}
-		return p.handle(ctx, changed, rec)
+		return p.handle(ctx, changed, rec, time.Time{})
 	})
 	if err == nil {
 		// Rows read back carry no checkpoint: take the latest from the trail.
@@ -438,17 +473,18 @@ func (p *Publisher) pages(ctx context.Context, from, to int64, f func(audit.Reco
 	return nil
 }
 
-// handle applies one new row and publishes what it calls for.
-func (p *Publisher) handle(ctx context.Context, changed <-chan struct{}, rec audit.Record) error {
+// handle applies one new row and publishes what it calls for; at is when
+// it was committed (zero for a row read back from the trail).
+func (p *Publisher) handle(ctx context.Context, changed <-chan struct{}, rec audit.Record, at time.Time) error {
 	p.eng.apply(rec)
 	p.applied = rec.Seq
 	p.dirty = true
-	return p.emit(ctx, changed, rec)
+	return p.emit(ctx, changed, rec, at)
 }
 
 // emit publishes a row's event, its alert and reply, and carries out a
-// resync it records.
-func (p *Publisher) emit(ctx context.Context, changed <-chan struct{}, rec audit.Record) error {
+// resync it records; at times the row's publish (zero: untimed).
+func (p *Publisher) emit(ctx context.Context, changed <-chan struct{}, rec audit.Record, at time.Time) error {
 	toks := []Token{p.send(p.eng.eventMessage(rec))}
 	for _, m := range p.eng.rowMessages(rec) {
 		toks = append(toks, p.send(m))
@@ -462,7 +498,7 @@ func (p *Publisher) emit(ctx context.Context, changed <-chan struct{}, rec audit
 			toks = append(toks, p.send(m))
 		}
 	}
-	p.push(group{seq: rec.Seq, toks: toks})
+	p.push(group{seq: rec.Seq, toks: toks, at: at})
 	return p.waitWindow(ctx, changed)
 }
 
@@ -547,6 +583,9 @@ func (p *Publisher) advance() {
 		if g.seq > p.acked.Load() {
 			p.acked.Store(g.seq)
 		}
+		if !g.at.IsZero() && p.opt.ObservePublish != nil {
+			p.opt.ObservePublish(time.Since(g.at))
+		}
 		p.errs = 0
 		p.pending = p.pending[1:]
 	}
@@ -581,8 +620,8 @@ func (p *Publisher) stop() error {
 	}
 	for more := true; more; {
 		select {
-		case recs := <-p.queue:
-			if p.process(ctx, changed, recs) != nil {
+		case q := <-p.queue:
+			if p.process(ctx, changed, q) != nil {
 				return nil
 			}
 		default:

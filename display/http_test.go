@@ -1,0 +1,105 @@
+package display
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tablectl/tablectl/coup"
+)
+
+// healthSource is a table whose trail fails or not.
+type healthSource struct{ failing error }
+
+func (h healthSource) View() (public, pit coup.View) { return coup.View{}, coup.View{} }
+func (h healthSource) Recall() []coup.CoupRecord     { return nil }
+func (h healthSource) Failing() error                { return h.failing }
+
+func state(s string) func() string { return func() string { return s } }
+
+func TestHealthSaysWhichPartIsUnwell(t *testing.T) {
+	diskFull := errors.New("database or disk is full")
+	tests := []struct {
+		name    string
+		failing error
+		ep      Endpoints
+		code    int
+		want    Health
+	}{
+		{"no links watched", nil, Endpoints{}, 200,
+			Health{Status: "ok", Audit: "ok", ShoeLink: "unknown", Broker: "off"}},
+		{"all up", nil, Endpoints{ShoeLink: state("connected"), Broker: state("connected")}, 200,
+			Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "connected"}},
+		{"no MQTT", nil, Endpoints{ShoeLink: state("connected")}, 200,
+			Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "off"}},
+		{"shoe unplugged", nil, Endpoints{ShoeLink: state("disconnected"), Broker: state("connected")}, 200,
+			Health{Status: "degraded", Audit: "ok", ShoeLink: "disconnected", Broker: "connected"}},
+		{"shoe silent", nil, Endpoints{ShoeLink: state("silent"), Broker: state("connected")}, 200,
+			Health{Status: "degraded", Audit: "ok", ShoeLink: "silent", Broker: "connected"}},
+		{"broker away", nil, Endpoints{ShoeLink: state("connected"), Broker: state("disconnected")}, 200,
+			Health{Status: "degraded", Audit: "ok", ShoeLink: "connected", Broker: "disconnected"}},
+		{"trail failing", diskFull, Endpoints{ShoeLink: state("connected"), Broker: state("connected")}, 503,
+			Health{Status: "audit_write_failed", Audit: "failing", Error: diskFull.Error(), ShoeLink: "connected", Broker: "connected"}},
+		{"trail failing and the shoe away", diskFull, Endpoints{ShoeLink: state("disconnected")}, 503,
+			Health{Status: "audit_write_failed", Audit: "failing", Error: diskFull.Error(), ShoeLink: "disconnected", Broker: "off"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			NewHandler(healthSource{tt.failing}, tt.ep).ServeHTTP(rec, httptest.NewRequest("GET", "/health", nil))
+			if rec.Code != tt.code {
+				t.Errorf("code %d, want %d", rec.Code, tt.code)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("content type %q", ct)
+			}
+			var got Health
+			dec := json.NewDecoder(rec.Body)
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("health %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// The JSON keys are a published interface (docs/operations.md).
+func TestHealthJSONKeys(t *testing.T) {
+	rec := httptest.NewRecorder()
+	NewHandler(healthSource{}, Endpoints{ShoeLink: state("connected"), Broker: state("connected")}).
+		ServeHTTP(rec, httptest.NewRequest("GET", "/health", nil))
+	var m map[string]string
+	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"status": "ok", "audit": "ok", "shoe_link": "connected", "broker": "connected"}
+	if len(m) != len(want) {
+		t.Fatalf("keys %v, want %v", m, want)
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %q, want %q", k, m[k], v)
+		}
+	}
+}
+
+func TestMetricsMountedOnlyWhenGiven(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "tablectl_up 1\n") })
+	rec := httptest.NewRecorder()
+	NewHandler(healthSource{}, Endpoints{Metrics: metrics}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "tablectl_up 1") {
+		t.Errorf("GET /metrics = %d %q", rec.Code, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	Handler(healthSource{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("GET /metrics with none = %d, want 404", rec.Code)
+	}
+}
