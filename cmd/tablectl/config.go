@@ -108,6 +108,21 @@ type AuditSection struct {
 // HTTPSection is the controller's read-only HTTP endpoints.
 type HTTPSection struct {
 	Listen string `json:"listen"` // e.g. 127.0.0.1:8080; empty serves none
+	// The web display, served at / with MQTT on. BrowserWS is the broker's
+	// MQTT-over-WebSocket URL as a browser reaches it (default: the embedded
+	// broker's; with an external broker, set it or the page is not served).
+	BrowserWS string `json:"browser_ws"`
+	// DisplayUser/DisplayPasswordFile and PitBrokerUser/PitBrokerPasswordFile
+	// are the broker logins the public page and the pit view use (the
+	// Mosquitto ACL's display and pit users); empty on the embedded broker.
+	DisplayUser           string `json:"display_user"`
+	DisplayPasswordFile   string `json:"display_password_file"`
+	PitBrokerUser         string `json:"pit_broker_user"`
+	PitBrokerPasswordFile string `json:"pit_broker_password_file"`
+	// PitUser and PitPasswordFile guard the pit view (/pit) and /recall with
+	// HTTP basic auth; without them the pit view is off.
+	PitUser         string `json:"pit_user"`
+	PitPasswordFile string `json:"pit_password_file"`
 }
 
 // parseConfig reads a config document strictly: unknown fields are errors.
@@ -167,6 +182,12 @@ func parseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 		errs = append(errs, errors.New("audit.path is required"))
 	}
 	c.Audit.Path = under(dir, c.Audit.Path)
+	c.HTTP.DisplayPasswordFile = under(dir, c.HTTP.DisplayPasswordFile)
+	c.HTTP.PitBrokerPasswordFile = under(dir, c.HTTP.PitBrokerPasswordFile)
+	c.HTTP.PitPasswordFile = under(dir, c.HTTP.PitPasswordFile)
+	if (c.HTTP.PitUser == "") != (c.HTTP.PitPasswordFile == "") {
+		errs = append(errs, errors.New("http.pit_user and http.pit_password_file go together"))
+	}
 	c.Audit.CheckpointKey = under(dir, c.Audit.CheckpointKey)
 	if c.Audit.CheckpointEvery < 0 {
 		errs = append(errs, errors.New("audit.checkpoint_every must not be negative"))

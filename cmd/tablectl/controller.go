@@ -50,6 +50,8 @@ type controller struct {
 	conn     *mqttpub.Conn
 	pub      *mqttpub.Publisher
 	commands *signedcmd.Handler
+
+	webPitPassword string // the demo's generated pit password
 }
 
 // controllerHooks let callers (the demo, tests, MQTT) see commits.
@@ -58,6 +60,9 @@ type controllerHooks struct {
 	OnWriteFailure func(error, coup.View)
 	Clock          audit.Clock
 	DeviceClock    device.Clock
+	// WebPitPassword is the pit view's password when it comes from the
+	// caller (the demo makes one) rather than http.pit_password_file.
+	WebPitPassword string
 }
 
 // startController verifies the trail and rebuilds the table from it, and
@@ -72,7 +77,7 @@ func startController(ctx context.Context, c Config, tc coup.TableConfig, log *sl
 		key = k
 	}
 	m := metrics.New()
-	ctl := &controller{cfg: c, log: log, metrics: m}
+	ctl := &controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword}
 	// The publisher is made once the trail is open; nothing is committed
 	// before then.
 	var pub *mqttpub.Publisher
@@ -158,6 +163,54 @@ func (ctl *controller) watch() error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	ctl.handler = display.NewHandler(ctl.rec, ep)
+	return ctl.mountWeb()
+}
+
+// mountWeb serves the web display in front of the endpoints when the table
+// publishes over MQTT and a browser can reach the broker's WebSocket.
+func (ctl *controller) mountWeb() error {
+	h := ctl.cfg.HTTP
+	if ctl.cfg.MQTT == nil {
+		return nil
+	}
+	ws := h.BrowserWS
+	if ws == "" && ctl.broker != nil {
+		ws = ctl.broker.WSURL()
+	}
+	if ws == "" {
+		ctl.log.Warn("web display off: set http.browser_ws to the broker's WebSocket URL as browsers reach it")
+		return nil
+	}
+	secret := func(flag, path string) (string, error) {
+		if path == "" {
+			return "", nil
+		}
+		b, err := readLimited(path, 4096)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", flag, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	wc := display.WebConfig{Table: ctl.cfg.TableID, BrokerWS: ws, Prefix: ctl.cfg.MQTT.Prefix, Recall: ctl.rec,
+		Public: display.WebLogin{Username: h.DisplayUser}, Pit: display.WebLogin{Username: h.PitBrokerUser}, PitUser: h.PitUser}
+	var err error
+	if wc.Public.Password, err = secret("http.display_password_file", h.DisplayPasswordFile); err != nil {
+		return err
+	}
+	if wc.Pit.Password, err = secret("http.pit_broker_password_file", h.PitBrokerPasswordFile); err != nil {
+		return err
+	}
+	if wc.PitPassword, err = secret("http.pit_password_file", h.PitPasswordFile); err != nil {
+		return err
+	}
+	if ctl.webPitPassword != "" {
+		wc.PitPassword = ctl.webPitPassword
+	}
+	web, err := display.WebHandler(wc, ctl.handler)
+	if err != nil {
+		return fmt.Errorf("web display: %w", err)
+	}
+	ctl.handler = web
 	return nil
 }
 

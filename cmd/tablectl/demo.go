@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ type demoOptions struct {
 
 // demoInfo is where to look.
 type demoInfo struct {
-	MQTT, WS, HTTP, Prefix, Trail, Shoe, Key, Keyring string
+	MQTT, WS, HTTP, Prefix, Trail, Shoe, Key, Keyring, PitPassword string
 }
 
 func runDemo(args []string, stdout io.Writer) error {
@@ -128,7 +129,7 @@ func demo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 		Profile: rawProfile,
 		Shoe:    ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
 		Audit:   AuditSection{Path: trail, CheckpointKey: cpKey, CheckpointEvery: 50},
-		HTTP:    HTTPSection{Listen: o.http},
+		HTTP:    HTTPSection{Listen: o.http, PitUser: "pit"},
 		MQTT:    &MQTTSection{Listen: o.mqttListen, WSListen: o.mqttWS, Keyring: keyring},
 	}
 	if err := c.MQTT.complete(o.table, ""); err != nil {
@@ -138,12 +139,13 @@ func demo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 	// The result stands for part of the betting time the simulated dealer
 	// takes before the next coup, so its "no more bets" finds betting open.
 	tc.ResultTime = o.coupPace / 2
-	ctl, err := startController(ctx, c, tc, log.With("part", "controller"), controllerHooks{})
+	pitPassword := rand.Text()[:12]
+	ctl, err := startController(ctx, c, tc, log.With("part", "controller"), controllerHooks{WebPitPassword: pitPassword})
 	if err != nil {
 		return err
 	}
 	info := demoInfo{MQTT: ctl.broker.URL(), WS: ctl.broker.WSURL(), HTTP: "http://" + ctl.ln.Addr().String(),
-		Prefix: c.MQTT.Prefix, Trail: trail, Shoe: pty.Path(), Key: supKey, Keyring: keyring}
+		Prefix: c.MQTT.Prefix, Trail: trail, Shoe: pty.Path(), Key: supKey, Keyring: keyring, PitPassword: pitPassword}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -170,6 +172,7 @@ func printDemo(w io.Writer, i demoInfo, o demoOptions) {
 	host, port := splitHostPort(o.mqttListen, i.MQTT)
 	fmt.Fprintf(w, `tablectl demo: table %s, a simulated shoe dealing at a dealer's pace.
 
+  web display      %s/          (pit view %s/pit: user pit, password %s)
   MQTT broker      %s   (WebSocket: %s)
   topics           %s/#
                    watch: mosquitto_sub -h %s -p %s -t '%s/#' -v
@@ -181,7 +184,7 @@ func printDemo(w io.Writer, i demoInfo, o demoOptions) {
                           go run ./cmd/tablectl resume --broker %s --table %s --key %s
 
 Ctrl-C stops it.
-`, o.table, i.MQTT, orOff(i.WS), i.Prefix, host, port, i.Prefix, i.HTTP, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.Shoe,
+`, o.table, i.HTTP, i.HTTP, i.PitPassword, i.MQTT, orOff(i.WS), i.Prefix, host, port, i.Prefix, i.HTTP, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.Shoe,
 		i.Key, i.Keyring, i.MQTT, o.table, i.Key, i.MQTT, o.table, i.Key)
 }
 
