@@ -194,39 +194,69 @@ func sameConfig(recorded json.RawMessage, cfg coup.TableConfig) bool {
 // an InAuditFailed input recording the outage (and the shoe sentences lost
 // to it) goes in first, which suspends the table.
 func (r *Recorder) Submit(ctx context.Context, in coup.Input) (Commit, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if in.At.IsZero() {
-		in.At = r.clock.Now()
-	}
-	// Wall time only, in UTC: what is recorded is what replay will see.
-	in.At = in.At.Round(0).UTC()
-	if r.failing != nil {
-		if err := r.recordOutage(ctx, in.At); err != nil {
-			r.lose(in)
-			return Commit{}, err
-		}
-	}
-	c, err := r.commit(ctx, in)
+	cs, err := r.SubmitBatch(ctx, []coup.Input{in})
 	if err != nil {
-		r.fail(err)
-		r.lose(in)
 		return Commit{}, err
 	}
-	return c, nil
+	return cs[0], nil
 }
 
-// commit applies in to a copy of the table and commits it; the table moves
-// on only when the commit succeeded.
-func (r *Recorder) commit(ctx context.Context, in coup.Input) (Commit, error) {
+// SubmitBatch is Submit for several inputs that arrived together (the
+// sentences of one read of the shoe's port): they are applied in order and
+// committed in ONE transaction, one fsync for all (group commit), and
+// OnCommit hears of each in turn. The write-ahead rule is the same: nothing
+// of the batch is applied or published unless all of it is recorded; if
+// the trail fails, all of it is refused.
+func (r *Recorder) SubmitBatch(ctx context.Context, ins []coup.Input) ([]Commit, error) {
+	if len(ins) == 0 {
+		return nil, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range ins {
+		if ins[i].At.IsZero() {
+			ins[i].At = r.clock.Now()
+		}
+		// Wall time only, in UTC: what is recorded is what replay will see.
+		ins[i].At = ins[i].At.Round(0).UTC()
+	}
+	if r.failing != nil {
+		if err := r.recordOutage(ctx, ins[0].At); err != nil {
+			for _, in := range ins {
+				r.lose(in)
+			}
+			return nil, err
+		}
+	}
+	cs, err := r.commit(ctx, ins)
+	if err != nil {
+		r.fail(err)
+		for _, in := range ins {
+			r.lose(in)
+		}
+		return nil, err
+	}
+	return cs, nil
+}
+
+// commit applies ins to a copy of the table and commits them in one
+// transaction; the table moves on only when the commit succeeded.
+func (r *Recorder) commit(ctx context.Context, ins []coup.Input) ([]Commit, error) {
 	start := time.Now()
 	next := r.table.Clone()
-	evs := []Event{inputEvent(in, r.table)}
-	derived := next.Apply(in)
-	evs = append(evs, tableEvents(derived)...)
+	var evs []Event
+	cs := make([]Commit, len(ins))
+	bounds := make([]int, len(ins)+1)
+	for i, in := range ins {
+		evs = append(evs, inputEvent(in, next))
+		derived := next.Apply(in)
+		evs = append(evs, tableEvents(derived)...)
+		bounds[i+1] = len(evs)
+		cs[i] = Commit{Input: in, Events: derived, Public: next.PublicView(), Pit: next.PitView()}
+	}
 	recs, err := r.store.AppendBatch(ctx, evs)
 	if err != nil {
-		return Commit{}, err
+		return nil, err
 	}
 	if r.opt.ObserveCommit != nil {
 		r.opt.ObserveCommit(time.Since(start), len(recs))
@@ -236,11 +266,13 @@ func (r *Recorder) commit(ctx context.Context, in coup.Input) (Commit, error) {
 	case r.changed <- struct{}{}:
 	default:
 	}
-	c := Commit{Records: recs, Input: in, Events: derived, Public: next.PublicView(), Pit: next.PitView()}
-	if r.opt.OnCommit != nil {
-		r.opt.OnCommit(c)
+	for i := range cs {
+		cs[i].Records = recs[bounds[i]:bounds[i+1]]
+		if r.opt.OnCommit != nil {
+			r.opt.OnCommit(cs[i])
+		}
 	}
-	return c, nil
+	return cs, nil
 }
 
 // recordOutage records that the trail could not be written, once it can be
@@ -248,7 +280,7 @@ func (r *Recorder) commit(ctx context.Context, in coup.Input) (Commit, error) {
 func (r *Recorder) recordOutage(ctx context.Context, at time.Time) error {
 	in := coup.Input{Kind: coup.InAuditFailed, At: at, Text: fmt.Sprintf("%v (%d inputs lost)", r.failing, r.lost.count),
 		GapFrom: r.lost.seqFrom, GapTo: r.lost.seqTo}
-	if _, err := r.commit(ctx, in); err != nil {
+	if _, err := r.commit(ctx, []coup.Input{in}); err != nil {
 		r.fail(err)
 		return err
 	}

@@ -356,3 +356,50 @@ func TestReplayerFlagsDifferences(t *testing.T) {
 		t.Fatalf("differences %+v", d)
 	}
 }
+
+// TestRecorderGroupCommit submits a whole coup as one batch: one
+// transaction, each input's rows in order, the same trail and state as
+// one at a time.
+func TestRecorderGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var batched []Commit
+	rb := openRecorder(t, filepath.Join(dir, "batch.db"), &batched)
+	defer rb.Close()
+	one := openRecorder(t, filepath.Join(dir, "one.db"), nil)
+	defer one.Close()
+	script := shoeScript(t)
+	var commits int
+	rb.opt.ObserveCommit = func(time.Duration, int) { commits++ }
+	cs, err := rb.SubmitBatch(ctx, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range script {
+		if _, err := one.Submit(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if commits != 1 || len(cs) != len(script) || len(batched) != len(script) {
+		t.Fatalf("%d transactions, %d commits returned, %d heard", commits, len(cs), len(batched))
+	}
+	var rows int
+	for i, c := range cs {
+		if c.Records[0].Kind != string(script[i].Kind) || len(c.Records) != 1+len(c.Events) {
+			t.Fatalf("commit %d: %+v", i, c.Records)
+		}
+		rows += len(c.Records)
+	}
+	// Each commit's views are the table after its own input.
+	if cs[6].Public.Phase != coup.PhaseBettingClosed || cs[len(cs)-1].Public.Result == nil {
+		t.Fatalf("views: %s, %+v", cs[6].Public.Phase, cs[len(cs)-1].Public.Result)
+	}
+	_, a := rb.View()
+	_, b := one.View()
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("batched state differs:\n%+v\n%+v", a, b)
+	}
+	if got := rb.store.Head().Seq - one.store.Head().Seq; got != 0 {
+		t.Fatalf("trails differ in length by %d rows", got)
+	}
+}

@@ -249,13 +249,20 @@ func (ctl *controller) onData(p []byte) {
 	evs := ctl.reader.Decode(p)
 	ctl.readerMu.Unlock()
 	ctl.metrics.ShoeEvents(evs)
+	var ins []coup.Input
 	for _, ev := range evs {
 		if ev.Kind == shoeread.KindProtocolError {
 			ctl.log.Warn("shoe protocol error", "reason", shoeread.Reason(ev.Err), "err", ev.Err, "rejected_bytes", ev.Rejected, "raw", ev.Raw)
 		}
 		if in, ok := ev.Input(time.Time{}); ok {
-			ctl.submit(in)
+			ins = append(ins, in)
 		}
+	}
+	// Everything one read of the port brought is committed together: one
+	// fsync for a burst of sentences (group commit), none applied unless all
+	// are recorded.
+	if _, err := ctl.rec.SubmitBatch(context.Background(), ins); err != nil {
+		ctl.log.Warn("shoe inputs not recorded", "inputs", len(ins), "err", err)
 	}
 }
 
