@@ -37,27 +37,39 @@ func KeyID(pub ed25519.PublicKey) string {
 // The private key belongs outside the trail's directory in production: a
 // key stolen with the database lets the thief re-sign a rewritten chain.
 func GenerateKey(dir string) (privPath, pubPath string, err error) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return "", "", fmt.Errorf("generate checkpoint key: %w", err)
-	}
-	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return "", "", fmt.Errorf("encode private key: %w", err)
-	}
-	pubDER, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return "", "", fmt.Errorf("encode public key: %w", err)
-	}
 	privPath = filepath.Join(dir, PrivateKeyFile)
 	pubPath = filepath.Join(dir, PublicKeyFile)
-	if err := writeNew(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
-		return "", "", err
-	}
-	if err := writeNew(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
+	if _, err := WriteKeyPair(privPath, pubPath); err != nil {
 		return "", "", err
 	}
 	return privPath, pubPath, nil
+}
+
+// WriteKeyPair makes a new Ed25519 key pair and writes the private key to
+// privPath (PKCS #8 PEM, mode 0600) and the public key to pubPath (PKIX PEM,
+// mode 0644), never overwriting a file; it returns the public key. The
+// checkpoint key and the supervisors' keys are made by it.
+func WriteKeyPair(privPath, pubPath string) (ed25519.PublicKey, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate key: %w", err)
+	}
+	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, fmt.Errorf("encode private key: %w", err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, fmt.Errorf("encode public key: %w", err)
+	}
+	if err := writeNew(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
+		return nil, err
+	}
+	if err := writeNew(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
+		os.Remove(privPath)
+		return nil, err
+	}
+	return pub, nil
 }
 
 // writeNew creates path (failing if it exists), writes data and syncs it.

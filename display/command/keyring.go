@@ -3,17 +3,16 @@ package command
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/tablectl/tablectl/audit"
 )
 
 // maxKeyring bounds the keyring file: a few hundred supervisors.
@@ -149,43 +148,13 @@ func GenerateKey(dir, name string) (privPath, pubPath string, entry []byte, err 
 	if !validName(name) {
 		return "", "", nil, fmt.Errorf("name %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(name))
 	}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("generate key: %w", err)
-	}
-	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("encode private key: %w", err)
-	}
-	pubDER, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("encode public key: %w", err)
-	}
 	privPath = filepath.Join(dir, name+".key")
 	pubPath = filepath.Join(dir, name+".pub")
-	if err := writeNew(privPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}), 0o600); err != nil {
-		return "", "", nil, err
-	}
-	if err := writeNew(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
-		os.Remove(privPath)
+	pub, err := audit.WriteKeyPair(privPath, pubPath)
+	if err != nil {
 		return "", "", nil, err
 	}
 	entry, err = Entry(name, pub, []string{ActionsAll})
 	return privPath, pubPath, entry, err
 }
 
-func writeNew(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return fmt.Errorf("create key file: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write key file %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync key file %s: %w", path, err)
-	}
-	return f.Close()
-}
