@@ -157,4 +157,3 @@ func GenerateKey(dir, name string) (privPath, pubPath string, entry []byte, err 
 	entry, err = Entry(name, pub, []string{ActionsAll})
 	return privPath, pubPath, entry, err
 }
-
