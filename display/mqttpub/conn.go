@@ -13,6 +13,7 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/eclipse/paho.mqtt.golang/packets"
 )
 
 // Token is a publish in flight: Done is closed once the broker has it
@@ -130,7 +131,12 @@ func Dial(opt ConnOptions) (*Conn, error) {
 		// order Publish is called, and anything paho keeps across a
 		// reconnect is sent again in that order.
 		SetOrderMatters(true).
-		SetStore(paho.NewOrderedMemoryStore()).
+		// The trail is the store: after a reconnect the publisher sends
+		// again, in order, every row the broker did not acknowledge, so paho
+		// keeps nothing to resend. (Its own resend of stored packets also
+		// races with its writer in paho 1.5.1: client.resume sets Dup on a
+		// packet the outgoing goroutine is writing.)
+		SetStore(noStore{}).
 		SetMaxResumePubInFlight(64).
 		SetOnConnectHandler(c.onConnect).
 		SetConnectionLostHandler(c.onLost)
@@ -275,3 +281,16 @@ func TLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// noStore is a paho store that keeps nothing: what was in flight when a
+// connection died is published again from the audit trail, by sequence
+// number, not resent by paho.
+type noStore struct{}
+
+func (noStore) Open()                             {}
+func (noStore) Put(string, packets.ControlPacket) {}
+func (noStore) Get(string) packets.ControlPacket  { return nil }
+func (noStore) All() []string                     { return nil }
+func (noStore) Del(string)                        {}
+func (noStore) Close()                            {}
+func (noStore) Reset()                            {}
