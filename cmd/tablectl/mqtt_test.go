@@ -336,7 +336,7 @@ func TestControllerOverMQTT(t *testing.T) {
 			}
 			// A table that does not answer: the command line gives up.
 			var out bytes.Buffer
-			err = runSupervise("suspend", []string{"--broker", mc.url, "--table", "NOBODY", "--key", mc.key, "--timeout", "300ms"}, &out)
+			err = runSupervise("suspend", []string{"--broker", mc.url, "--table", "NOBODY", "--key", mc.key, "--timeout", "1s"}, &out)
 			if err == nil || !strings.Contains(err.Error(), "no reply") {
 				t.Fatalf("no table: %v", err)
 			}

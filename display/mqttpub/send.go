@@ -19,7 +19,7 @@ func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte,
 	tok := conn.Publish(topics.Topic(TopicCmd), 1, false, payload)
 	select {
 	case <-ctx.Done():
-		return command.Reply{}, fmt.Errorf("send command: %w", ctx.Err())
+		return command.Reply{}, fmt.Errorf("no reply to command %s: the broker did not even acknowledge it: %w", id, ctx.Err())
 	case <-tok.Done():
 		if err := tok.Error(); err != nil {
 			return command.Reply{}, fmt.Errorf("send command: %w", err)
