@@ -276,8 +276,11 @@ func (w *web) pitAuth(h http.Handler) http.Handler {
 // scripts: the page builds its DOM from broker data with textContent only,
 // and the policy makes sure nothing else runs.
 func htmlHandler(body []byte, pit bool) http.Handler {
+	// worker-src blob: is mqtt.js's keepalive timer, a worker it makes from
+	// a blob URL: without it the page never pings and the broker drops it
+	// every 1.5 keepalives.
 	csp := "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-		"connect-src 'self' ws: wss:; base-uri 'none'; form-action 'none'; object-src 'none'"
+		"connect-src 'self' ws: wss:; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; object-src 'none'"
 	if pit {
 		csp += "; frame-ancestors 'none'"
 	}

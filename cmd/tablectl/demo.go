@@ -36,6 +36,7 @@ type demoOptions struct {
 	seed                uint64
 	shoes               int
 	ready               func(demoInfo) // tests: called once everything runs
+	resultTime          time.Duration  // tests: how long a result stands (0: half the betting time)
 	logTo               io.Writer
 }
 
@@ -139,6 +140,9 @@ func demo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 	// The result stands for part of the betting time the simulated dealer
 	// takes before the next coup, so its "no more bets" finds betting open.
 	tc.ResultTime = o.coupPace / 2
+	if o.resultTime > 0 {
+		tc.ResultTime = o.resultTime
+	}
 	pitPassword := rand.Text()[:12]
 	ctl, err := startController(ctx, c, tc, log.With("part", "controller"), controllerHooks{WebPitPassword: pitPassword})
 	if err != nil {
