@@ -349,22 +349,7 @@ func newRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig) *rig {
 		trail: filepath.Join(dir, "trail.db"), pubKey: pub, simEnded: make(chan struct{})}
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	link := filepath.Join(dir, "shoe")
-	pty, err := shoesim.OpenPTY(link)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	r.gate = newShoeGate(ctx, pty)
-	opts.BeforeUnplug = r.beforeUnplug
-	r.sim, err = shoesim.New(opts, r.gate, shoesim.NewVirtualClock(epoch), log.With("part", "shoe"))
-	if err != nil {
-		cancel()
-		pty.Close()
-		t.Fatal(err)
-	}
-	r.gate.sim = r.sim
-	r.plan = r.sim.Plan()
+	pty, link := r.openShoe(cancel, dir, opts, log)
 
 	cfg := Config{
 		TableID: "E2E-01",
@@ -1151,4 +1136,27 @@ func inputOf(rec audit.Record) (coup.Input, bool) {
 		return coup.Input{}, false
 	}
 	return in, true
+}
+
+// openShoe puts the simulator on a pseudo-terminal at dir/shoe behind the
+// rig's gate, and returns the terminal and the link the controller opens.
+func (r *rig) openShoe(cancel context.CancelFunc, dir string, opts shoesim.Options, log *slog.Logger) (*shoesim.PTY, string) {
+	r.t.Helper()
+	link := filepath.Join(dir, "shoe")
+	pty, err := shoesim.OpenPTY(link)
+	if err != nil {
+		cancel()
+		r.t.Fatal(err)
+	}
+	r.gate = newShoeGate(r.ctx, pty)
+	opts.BeforeUnplug = r.beforeUnplug
+	r.sim, err = shoesim.New(opts, r.gate, shoesim.NewVirtualClock(epoch), log.With("part", "shoe"))
+	if err != nil {
+		cancel()
+		pty.Close()
+		r.t.Fatal(err)
+	}
+	r.gate.sim = r.sim
+	r.plan = r.sim.Plan()
+	return pty, link
 }

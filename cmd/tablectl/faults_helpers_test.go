@@ -76,22 +76,7 @@ func newFaultRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig, fo fau
 	}
 	log := slog.New(h)
 
-	link := filepath.Join(dir, "shoe")
-	pty, err := shoesim.OpenPTY(link)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	r.gate = newShoeGate(ctx, pty)
-	opts.BeforeUnplug = r.beforeUnplug
-	r.sim, err = shoesim.New(opts, r.gate, shoesim.NewVirtualClock(epoch), log.With("part", "shoe"))
-	if err != nil {
-		cancel()
-		pty.Close()
-		t.Fatal(err)
-	}
-	r.gate.sim = r.sim
-	r.plan = r.sim.Plan()
+	pty, link := r.openShoe(cancel, dir, opts, log)
 
 	silent := device.Off
 	if fo.silentAfter > 0 {
