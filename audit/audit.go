@@ -88,15 +88,30 @@ func ParseHash(s string) (Hash, error) {
 	if len(s) != 2*len(h) {
 		return h, fmt.Errorf("hash %.80q: want %d hex digits, have %d", s, 2*len(h), len(s))
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return h, fmt.Errorf("hash %.80q: %q is not a lower-case hex digit", s, c)
+	// One pass, no copy: every row read back has two of these.
+	for i := range h {
+		hi, ok1 := lowerHexDigit(s[2*i])
+		lo, ok2 := lowerHexDigit(s[2*i+1])
+		if !ok1 || !ok2 {
+			c := s[2*i]
+			if ok1 {
+				c = s[2*i+1]
+			}
+			return Hash{}, fmt.Errorf("hash %.80q: %q is not a lower-case hex digit", s, c)
 		}
-	}
-	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
-		return h, fmt.Errorf("hash %.80q: %w", s, err)
+		h[i] = hi<<4 | lo
 	}
 	return h, nil
+}
+
+func lowerHexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // Clock is where the store gets the time of each row and checkpoint; tests
