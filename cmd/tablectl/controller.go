@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -287,33 +290,34 @@ func (ctl *controller) onState(s device.Status) {
 	ctl.submit(in)
 }
 
+// shutdownGrace is how long run waits for its parts to stop once its
+// context is done. Each part stops on cancellation in well under a second;
+// one that does not is a bug, and the trail is crash-safe, so run gives up
+// on a clean close rather than hang a supervisor's restart.
+const shutdownGrace = 10 * time.Second
+
 // run runs the shoe link, the table's timers and the HTTP endpoints until
 // ctx is done, then signs a last checkpoint and closes the trail.
 func (ctl *controller) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); ctl.link.Run(ctx) }()
-	go func() { defer wg.Done(); ctl.rec.RunTimers(ctx, time.After) }()
+	var parts runningParts
+	parts.start("shoe link", func() { ctl.link.Run(ctx) })
+	parts.start("table timers", func() { ctl.rec.RunTimers(ctx, time.After) })
 	if ctl.pub != nil {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
+		parts.start("mqtt publisher", func() {
 			if err := ctl.pub.Run(ctx); err != nil {
 				ctl.log.Error("mqtt publisher stopped", "err", err)
 			}
-		}()
-		go func() { defer wg.Done(); ctl.takeCommands(ctx) }()
+		})
+		parts.start("command taker", func() { ctl.takeCommands(ctx) })
 	}
 	if ctl.http != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		parts.start("http", func() {
 			if err := ctl.http.Serve(ctl.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				ctl.log.Error("http", "err", err)
 			}
-		}()
+		})
 		go func() {
 			<-ctx.Done()
 			sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
@@ -322,9 +326,57 @@ func (ctl *controller) run(ctx context.Context) error {
 		}()
 	}
 	<-ctx.Done()
-	wg.Wait()
+	if stuck := parts.wait(shutdownGrace); len(stuck) > 0 {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		ctl.log.Error("parts of the controller did not stop; leaving without closing the trail (it is crash-safe)",
+			"parts", stuck, "grace", shutdownGrace, "goroutines", string(buf))
+		return fmt.Errorf("stop: %s did not stop within %s", strings.Join(stuck, ", "), shutdownGrace)
+	}
 	ctl.closeMQTT()
 	return ctl.rec.Close()
+}
+
+// runningParts are the goroutines run starts, by name, so that a stop
+// that hangs says which part hangs.
+type runningParts struct {
+	mu      sync.Mutex
+	running map[string]bool
+	wg      sync.WaitGroup
+}
+
+func (p *runningParts) start(name string, f func()) {
+	p.mu.Lock()
+	if p.running == nil {
+		p.running = make(map[string]bool)
+	}
+	p.running[name] = true
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() {
+			p.mu.Lock()
+			delete(p.running, name)
+			p.mu.Unlock()
+		}()
+		f()
+	}()
+}
+
+// wait waits up to grace for every part to return and names those that
+// did not, sorted.
+func (p *runningParts) wait(grace time.Duration) []string {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(grace):
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Sorted(maps.Keys(p.running))
 }
 
 // Flag names that choose the embedded broker's addresses, for errors.

@@ -125,7 +125,7 @@ func TestDemoBrowser(t *testing.T) {
 				t.Errorf("demo: %v\n%s", err, logs.String())
 			}
 		case <-time.After(demoBrowserWait):
-			t.Error("demo did not stop")
+			t.Errorf("demo did not stop\n%s", goroutines())
 		}
 	}()
 

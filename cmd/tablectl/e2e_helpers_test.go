@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -382,7 +383,7 @@ func newRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig) *rig {
 				t.Errorf("controller: %v", err)
 			}
 		case <-time.After(guard):
-			t.Errorf("the controller did not stop")
+			t.Errorf("the controller did not stop\n%s", goroutines())
 		}
 		select {
 		case <-r.simEnded:
@@ -1159,4 +1160,11 @@ func (r *rig) openShoe(cancel context.CancelFunc, dir string, opts shoesim.Optio
 	r.gate.sim = r.sim
 	r.plan = r.sim.Plan()
 	return pty, link
+}
+
+// goroutines is every goroutine's stack: what a test that waited in vain
+// for the controller to stop prints, to say what it was stuck on.
+func goroutines() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
 }

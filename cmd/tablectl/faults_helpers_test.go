@@ -114,7 +114,7 @@ func newFaultRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig, fo fau
 					t.Errorf("controller: %v", err)
 				}
 			case <-time.After(guard):
-				t.Errorf("the controller did not stop")
+				t.Errorf("the controller did not stop\n%s", goroutines())
 			}
 		})
 	}

@@ -369,6 +369,6 @@ func TestDemoServesMetrics(t *testing.T) {
 			t.Fatalf("demo: %v\n%s", err, logs.String())
 		}
 	case <-time.After(mqWait):
-		t.Fatal("demo did not stop")
+		t.Fatalf("demo did not stop\n%s", goroutines())
 	}
 }

@@ -172,7 +172,7 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 				t.Errorf("controller: %v", err)
 			}
 		case <-time.After(mqWait):
-			t.Error("the controller did not stop")
+			t.Errorf("the controller did not stop\n%s", goroutines())
 		}
 		wg.Wait()
 		pty.Close()
@@ -416,7 +416,7 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("demo: %v\n%s", err, logs.String())
 		}
 	case <-time.After(mqWait):
-		t.Fatal("demo did not stop")
+		t.Fatalf("demo did not stop\n%s", goroutines())
 	}
 	rep, err := audit.Verify(context.Background(), info.Trail, audit.VerifyOptions{})
 	if err != nil || !rep.OK() {

@@ -130,7 +130,7 @@ func commandStorm(t *testing.T, m *MQTTSection) {
 				t.Errorf("controller: %v", err)
 			}
 		case <-time.After(mqWait):
-			t.Fatal("the controller did not stop")
+			t.Fatalf("the controller did not stop\n%s", goroutines())
 		}
 	}
 	defer stop()
