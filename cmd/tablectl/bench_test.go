@@ -30,7 +30,7 @@ func TestBenchQuick(t *testing.T) {
 	want := []string{
 		"Card to display (PTY → reader → audit commit → MQTT QoS 1 subscriber)",
 		"Floor: one SQLite FULL commit + one QoS 1 publish to subscriber, no controller",
-		"Throughput, whole path at full speed",
+		"Throughput, whole path: paced at the goal, then at full speed",
 		"Audit verify",
 		"Audit replay",
 		"Exact odds after each coup (coup.Analyze)",
@@ -64,5 +64,27 @@ func TestBenchQuick(t *testing.T) {
 		default:
 			t.Errorf("row %q: verdict %q", r[0], r[3])
 		}
+	}
+}
+
+// TestBenchOnly: --only runs the parts named and prints their rows alone;
+// a part that does not exist is refused.
+func TestBenchOnly(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"bench", "--quick", "--only", "odds"}, &out, &errOut); code != 0 {
+		t.Fatalf("tablectl bench --quick --only odds: exit %d\nstderr:\n%s", code, errOut.String())
+	}
+	var rows []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| what |") && !strings.HasPrefix(l, "| --- |") {
+			rows = append(rows, l)
+		}
+	}
+	if len(rows) != 1 || !strings.HasPrefix(rows[0], "| Exact odds after each coup") {
+		t.Fatalf("rows %q, want the odds row alone:\n%s", rows, out.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"bench", "--only", "odds,speed"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), `no part "speed"`) {
+		t.Fatalf("--only speed: exit %d, stderr %q; want a refusal naming it", code, errOut.String())
 	}
 }

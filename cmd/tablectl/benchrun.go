@@ -44,12 +44,16 @@ type benchOptions struct {
 	Cards           int           // card to display: cards measured
 	Floor           int           // floor samples
 	Gap             time.Duration // card to display: rest after each arrival
-	ThroughputCards int           // cards dealt at full speed
+	ThroughputCards int           // cards dealt in each throughput run
+	ThroughputRate  float64       // cards a second of the paced throughput run
 	TrailRows       int           // rows of the trail verified, replayed and started on
 	OddsShoes       int           // shoes whose coups are priced
 	Session         time.Duration // footprint: virtual length of the session
 	SessionWall     time.Duration // footprint: real time it is compressed into
 	Sample          time.Duration // footprint: RSS sampling interval
+	// Only names the parts to run (odds, trail, latency, throughput,
+	// footprint); empty runs them all.
+	Only []string
 
 	progress io.Writer
 }
@@ -74,7 +78,10 @@ func (o *benchOptions) benchSizes(quick bool) {
 	}
 	set(&o.Cards, 10_000, 150)
 	set(&o.Floor, 10_000, 150)
-	set(&o.ThroughputCards, 10_000, 400)
+	set(&o.ThroughputCards, 20_000, 400)
+	if o.ThroughputRate == 0 {
+		o.ThroughputRate = 2000
+	}
 	set(&o.TrailRows, 1_000_000, 20_000)
 	set(&o.OddsShoes, 8, 1)
 	setD(&o.Gap, 2*time.Millisecond, time.Millisecond)
@@ -123,7 +130,7 @@ var benchRowIDs = []string{
 var benchRowWhat = map[string]string{
 	"card_to_display": "Card to display (PTY → reader → audit commit → MQTT QoS 1 subscriber)",
 	"floor":           "Floor: one SQLite FULL commit + one QoS 1 publish to subscriber, no controller",
-	"throughput":      "Throughput, whole path at full speed",
+	"throughput":      "Throughput, whole path: paced at the goal, then at full speed",
 	"verify":          "Audit verify",
 	"replay":          "Audit replay",
 	"odds":            "Exact odds after each coup (coup.Analyze)",
@@ -154,15 +161,16 @@ type benchReport struct {
 
 // benchSettings are the sizes used, as printed.
 type benchSettings struct {
-	Cards           int    `json:"cards"`
-	Floor           int    `json:"floor_samples"`
-	ThroughputCards int    `json:"throughput_cards"`
-	TrailRows       int    `json:"trail_rows"`
-	OddsShoes       int    `json:"odds_shoes"`
-	Session         string `json:"session"`
-	SessionWall     string `json:"session_wall"`
-	Profile         string `json:"profile"`
-	Broker          string `json:"broker"`
+	Cards           int     `json:"cards"`
+	Floor           int     `json:"floor_samples"`
+	ThroughputCards int     `json:"throughput_cards"`
+	ThroughputRate  float64 `json:"throughput_rate"`
+	TrailRows       int     `json:"trail_rows"`
+	OddsShoes       int     `json:"odds_shoes"`
+	Session         string  `json:"session"`
+	SessionWall     string  `json:"session_wall"`
+	Profile         string  `json:"profile"`
+	Broker          string  `json:"broker"`
 }
 
 // runBenchmarks runs every benchmark. A benchmark that fails is an error
@@ -175,13 +183,13 @@ func runBenchmarks(ctx context.Context, o benchOptions) (*benchReport, error) {
 	}
 	defer cleanup()
 	rep := &benchReport{Machine: benchMachineInfo(dir), Options: benchSettings{
-		Cards: o.Cards, Floor: o.Floor, ThroughputCards: o.ThroughputCards, TrailRows: o.TrailRows, OddsShoes: o.OddsShoes,
+		Cards: o.Cards, Floor: o.Floor, ThroughputCards: o.ThroughputCards, ThroughputRate: o.ThroughputRate, TrailRows: o.TrailRows, OddsShoes: o.OddsShoes,
 		Session: o.Session.String(), SessionWall: o.SessionWall.String(), Profile: o.Profile, Broker: o.Broker,
 	}}
 	rows := map[string]benchRow{}
 	var errs []error
 	step := func(name string, ids []string, f func(context.Context, string) ([]benchRow, error)) {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || len(o.Only) > 0 && !slices.Contains(o.Only, benchPartName(name)) {
 			return
 		}
 		fmt.Fprintf(o.progress, "bench: %s ...\n", name)
@@ -223,6 +231,9 @@ func runBenchmarks(ctx context.Context, o benchOptions) (*benchReport, error) {
 	}
 	for _, id := range benchRowIDs {
 		r, ok := rows[id]
+		if !ok && len(o.Only) > 0 {
+			continue // not asked for
+		}
 		if !ok {
 			r = benchRow{ID: id, Verdict: verdictError, Result: "not run"}
 		}
@@ -233,6 +244,17 @@ func runBenchmarks(ctx context.Context, o benchOptions) (*benchReport, error) {
 	}
 	rep.Elapsed = time.Since(start).Round(time.Second).String()
 	return rep, errors.Join(errs...)
+}
+
+// benchParts are the parts --only may name, in the order they run.
+var benchParts = []string{"odds", "trail", "latency", "throughput", "footprint"}
+
+// benchPartName is the --only name of a step.
+func benchPartName(step string) string {
+	if step == "card to display" {
+		return "latency"
+	}
+	return step
 }
 
 func oneLine(s string) string {

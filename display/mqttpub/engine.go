@@ -14,10 +14,17 @@ import (
 	"github.com/tablectl/tablectl/display/command"
 )
 
-// RoadsFunc sees every row the publisher applies, in order, with the table
-// as that row's commit left it, and returns the public/roads payload when it
-// changed. RoadsOf makes one from a scoreboard.
-type RoadsFunc func(rec audit.Record, t *coup.Table) (payload []byte, changed bool)
+// Roads keeps public/roads. Apply sees every row the publisher applies, in
+// order, with the table as that row's commit left it, and says whether the
+// roads changed; Payload encodes them as they are now. The two are apart
+// because a publisher that has fallen behind applies many rows between two
+// publishes of the retained topics, and encoding a whole shoe's roads for
+// each coup it will not publish is waste. RoadsOf makes one from a
+// scoreboard.
+type Roads interface {
+	Apply(rec audit.Record, t *coup.Table) (changed bool)
+	Payload() ([]byte, error)
+}
 
 // engine turns rows into messages: it is the part of publishing that both
 // the live Publisher and Republish share. It holds a copy of the table,
@@ -28,7 +35,7 @@ type engine struct {
 	table  string
 	driver string
 	state  string // "online" or "replay"
-	roads  RoadsFunc
+	roads  Roads
 	log    *slog.Logger
 
 	rp  *audit.Replayer
@@ -37,6 +44,7 @@ type engine struct {
 
 	last        map[string][]byte // retained payloads as last published
 	roadsJSON   []byte
+	roadsDirty  bool // the roads changed since roadsJSON was encoded
 	checkpoint  []byte
 	shoeDue     bool
 	shoe        PitShoe            // the last analysis
@@ -50,7 +58,7 @@ type engine struct {
 	auditRaised bool
 }
 
-func newEngine(topics Topics, table, driver, state string, cfg coup.TableConfig, roads RoadsFunc, log *slog.Logger) (*engine, error) {
+func newEngine(topics Topics, table, driver, state string, cfg coup.TableConfig, roads Roads, log *slog.Logger) (*engine, error) {
 	rp, err := audit.NewReplayer(cfg, audit.ReplayVisitor{})
 	if err != nil {
 		return nil, err
@@ -86,10 +94,8 @@ func (e *engine) apply(rec audit.Record) {
 		// the resolved alert.
 		e.auditFail = ""
 	}
-	if e.roads != nil {
-		if p, changed := e.roads(rec, e.rp.Table()); changed && len(p) > 0 {
-			e.roadsJSON = p
-		}
+	if e.roads != nil && e.roads.Apply(rec, e.rp.Table()) {
+		e.roadsDirty = true
 	}
 	if rec.Checkpoint != nil {
 		e.setCheckpoint(*rec.Checkpoint)
@@ -238,6 +244,14 @@ func (e *engine) retainedMessages(force bool) []Message {
 	put(TopicPitCoup, pit)
 	put(TopicPublicShoe, PublicShoe{Shoe: pub.Shoe, Coup: pub.Coup, Phase: pub.Phase, CardsDealt: pub.CardsDealt,
 		CardsRemaining: pub.Remaining, CutCardSeen: pub.CutCardSeen, LastCoup: pub.LastCoup})
+	if e.roadsDirty {
+		e.roadsDirty = false
+		if p, err := e.roads.Payload(); err != nil {
+			e.log.Error("roads: snapshot does not encode", "err", err)
+		} else if len(p) > 0 {
+			e.roadsJSON = p
+		}
+	}
 	putRaw(TopicPublicRoads, e.roadsJSON)
 	if e.shoeDue {
 		e.analyseNow()

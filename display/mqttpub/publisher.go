@@ -43,8 +43,8 @@ type Options struct {
 	Window int
 	// MaxResync caps the rows one resync sends; 0 is 100000.
 	MaxResync int64
-	// Roads computes public/roads; nil publishes {}.
-	Roads  RoadsFunc
+	// Roads keeps public/roads; nil publishes {}.
+	Roads  Roads
 	Clock  audit.Clock
 	Logger *slog.Logger
 	// ObservePublish hears, for each row published from a live commit, how

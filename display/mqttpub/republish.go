@@ -54,7 +54,7 @@ type RepublishOptions struct {
 	Clock    Clock
 	// Window is how many publishes may be unacknowledged; 0 is 256.
 	Window int
-	Roads  RoadsFunc
+	Roads  Roads
 	Logger *slog.Logger
 }
 
