@@ -90,11 +90,10 @@ func ParseHash(s string) (Hash, error) {
 	}
 	// One pass, no copy: every row read back has two of these.
 	for i := range h {
-		hi, ok1 := lowerHexDigit(s[2*i])
-		lo, ok2 := lowerHexDigit(s[2*i+1])
-		if !ok1 || !ok2 {
+		hi, lo := hexValue[s[2*i]], hexValue[s[2*i+1]]
+		if hi|lo == 0xff {
 			c := s[2*i]
-			if ok1 {
+			if hi != 0xff {
 				c = s[2*i+1]
 			}
 			return Hash{}, fmt.Errorf("hash %.80q: %q is not a lower-case hex digit", s, c)
@@ -104,15 +103,20 @@ func ParseHash(s string) (Hash, error) {
 	return h, nil
 }
 
-func lowerHexDigit(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
+// hexValue maps a lower-case hex digit to its value and every other byte
+// to 0xff.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 0, false
-}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 // Clock is where the store gets the time of each row and checkpoint; tests
 // substitute their own.

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,13 +73,53 @@ func Canonicalize(data []byte) ([]byte, error) {
 
 // canonicalize is Canonicalize on valid UTF-8 JSON text.
 func canonicalize(data []byte) ([]byte, error) {
-	c := canonicalizer{in: data, out: make([]byte, 0, len(data)),
+	c := canonicalizer{out: make([]byte, 0, len(data)),
 		scratch: make([]byte, 0, len(data)), members: make([]member, 0, 16)}
+	return c.run(data)
+}
+
+// run writes the canonical form of data, valid UTF-8 JSON text, over out.
+func (c *canonicalizer) run(data []byte) ([]byte, error) {
+	c.in, c.pos = data, 0
+	c.out, c.scratch, c.members = c.out[:0], c.scratch[:0], c.members[:0]
 	c.skipSpace()
 	if err := c.value(0); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	return c.out, nil
+}
+
+// canonEncoder is CanonicalJSON that keeps its buffers from one call to
+// the next: replay encodes every event the rules derive to compare it with
+// the row, and allocating for each was a good part of its time. One
+// goroutine at a time.
+type canonEncoder struct {
+	raw bytes.Buffer
+	enc *json.Encoder
+	c   canonicalizer
+}
+
+func newCanonEncoder() *canonEncoder {
+	e := &canonEncoder{}
+	e.enc = json.NewEncoder(&e.raw)
+	// The canonical form writes '<', '>' and '&' raw: escaping them only
+	// to unescape them is waste.
+	e.enc.SetEscapeHTML(false)
+	return e
+}
+
+// encode returns v's canonical JSON, as CanonicalJSON does; the bytes are
+// good until the next call.
+func (e *canonEncoder) encode(v any) ([]byte, error) {
+	e.raw.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("marshal body: %w", err)
+	}
+	raw := e.raw.Bytes()
+	if !utf8.Valid(raw) {
+		return nil, errors.New("canonical json: input is not valid UTF-8")
+	}
+	return e.c.run(raw)
 }
 
 // canonicalizer writes the canonical form of in, which json.Valid has

@@ -235,3 +235,25 @@ func BenchmarkCanonicalize(b *testing.B) {
 		}
 	})
 }
+
+// TestCanonEncoderMatchesCanonicalJSON: the replayer's reusing encoder gives
+// CanonicalJSON's bytes, call after call, whatever the previous call left in
+// its buffers.
+func TestCanonEncoderMatchesCanonicalJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	e := newCanonEncoder()
+	for i := range 20000 {
+		v := randomValue(r, 0)
+		want, werr := CanonicalJSON(v)
+		got, err := e.encode(v)
+		if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("value %d %#v: %s (%v), CanonicalJSON %s (%v)", i, v, got, err, want, werr)
+		}
+	}
+	for _, v := range []any{"<a & b>", map[string]any{"\u2028": "x\u2029", "b": []any{"<", 1.5}}, json.RawMessage(`{"z":1,"a":"\u003c"}`)} {
+		want, _ := CanonicalJSON(v)
+		if got, err := e.encode(v); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%#v: %s (%v), CanonicalJSON %s", v, got, err, want)
+		}
+	}
+}

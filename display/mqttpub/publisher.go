@@ -302,7 +302,7 @@ func (p *Publisher) rebuild(ctx context.Context, to int64) error {
 	n := 0
 	p.eng.quiet = true
 	defer func() { p.eng.quiet = false }()
-	for rec, err := range p.opt.Trail.Events(ctx, audit.Query{To: to}) {
+	for rec, err := range audit.Prefetch(p.opt.Trail.Events(ctx, audit.Query{To: to})) {
 		if err != nil {
 			return fmt.Errorf("mqtt publisher: rebuild the table: %w", err)
 		}
