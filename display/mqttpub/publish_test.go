@@ -387,3 +387,49 @@ func TestResync(t *testing.T) {
 		})
 	}
 }
+
+// TestPitShoeFollowsEveryCoup: the live publisher prices the shoe after
+// every coup; pit/shoe follows each one, in order, with the cards the table
+// has left and every bet priced.
+func TestPitShoeFollowsEveryCoup(t *testing.T) {
+	url := mqtttest.Shared(t)
+	prefix := mqtttest.Prefix(t)
+	topics := Topics{Prefix: prefix}
+	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Topics: []string{topics.Topic(TopicPitShoe)}})
+	r := newRig(t, url, rigOptions{prefix: prefix})
+	r.submit(shoeStart()...)
+	lastShoe := func(m []mqtttest.Msg) (PitShoe, bool) {
+		msg, ok := mqtttest.Last(m, topics.Topic(TopicPitShoe))
+		var ps PitShoe
+		return ps, ok && json.Unmarshal(msg.Payload, &ps) == nil
+	}
+	const coups = 6
+	for n := 1; n <= coups; n++ {
+		r.submit(aCoup()...)
+		if d, ok := r.rec.Deadline(); ok {
+			r.submit(coup.Input{Kind: coup.InTick, At: d})
+		}
+		head, left := r.head(), r.rec.Remaining().Remaining()
+		sub.Wait(wait, fmt.Sprintf("pit/shoe after coup %d", n), func(m []mqtttest.Msg) bool {
+			ps, ok := lastShoe(m)
+			return ok && ps.Coup == n && ps.Seq <= head && ps.CardsRemaining == left && len(ps.Bets) > 0
+		})
+	}
+	var prev int64
+	count := 0
+	for _, m := range sub.Messages() {
+		var ps PitShoe
+		// Never a pit/shoe with its maps unset.
+		if json.Unmarshal(m.Payload, &ps) != nil || ps.Cards == nil || ps.Ranks == nil || ps.Bets == nil {
+			t.Fatalf("pit/shoe %s", m.Payload)
+		}
+		if ps.Seq < prev {
+			t.Fatalf("pit/shoe for row %d after row %d", ps.Seq, prev)
+		}
+		prev = ps.Seq
+		count++
+	}
+	if count < coups {
+		t.Fatalf("%d pit/shoe messages for %d coups", count, coups)
+	}
+}
