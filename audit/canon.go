@@ -357,10 +357,11 @@ const lowerHex = "0123456789abcdef"
 
 // appendString appends s as a canonical JSON string. s is valid UTF-8:
 // Canonicalize rejects raw invalid input and decoded escapes are whole runes.
-func appendString(out []byte, s []byte) []byte {
+func appendString[T string | []byte](out []byte, s T) []byte {
 	out = append(out, '"')
 	start := 0
-	for i, c := range s {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}
