@@ -36,7 +36,7 @@ flags:
 	var o benchOptions
 	quick := fs.Bool("quick", false, "tiny sizes: checks the benchmarks run; the numbers mean little")
 	asJSON := fs.Bool("json", false, "print JSON instead of the Markdown table")
-	fs.StringVar(&o.Broker, "broker", "tcp://127.0.0.1:1883", "the MQTT broker `URL` (Mosquitto, on loopback)")
+	fs.StringVar(&o.Broker, "broker", "", "the MQTT broker `URL` (default: a Mosquitto the bench starts on a free loopback port, its queue unbounded)")
 	fs.StringVar(&o.Dir, "dir", "", "the `folder` for the trails (default: the temporary folder, or . if that is tmpfs); must be on the disk to measure")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the trails and logs")
 	fs.StringVar(&o.Profile, "profile", "vip", "the rule profile")

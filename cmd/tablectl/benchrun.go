@@ -88,9 +88,6 @@ func (o *benchOptions) benchSizes(quick bool) {
 	setD(&o.Session, 12*time.Hour, 30*time.Minute)
 	setD(&o.SessionWall, 150*time.Second, 5*time.Second)
 	setD(&o.Sample, 500*time.Millisecond, 100*time.Millisecond)
-	if o.Broker == "" {
-		o.Broker = "tcp://127.0.0.1:1883"
-	}
 	if o.Profile == "" {
 		o.Profile = coup.ProfileVIP
 	}
@@ -186,6 +183,20 @@ func runBenchmarks(ctx context.Context, o benchOptions) (*benchReport, error) {
 		Cards: o.Cards, Floor: o.Floor, ThroughputCards: o.ThroughputCards, ThroughputRate: o.ThroughputRate, TrailRows: o.TrailRows, OddsShoes: o.OddsShoes,
 		Session: o.Session.String(), SessionWall: o.SessionWall.String(), Profile: o.Profile, Broker: o.Broker,
 	}}
+	if o.Broker == "" {
+		b, err := startBenchBroker(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer b.stop()
+		o.Broker = b.url
+		rep.Options.Broker = "a Mosquitto of its own on " + b.url + " (max_queued_messages 0, max_inflight_messages 100)"
+		defer func() {
+			if b.dropped() {
+				fmt.Fprintf(o.progress, "bench: the broker dropped messages:\n%s", b.output())
+			}
+		}()
+	}
 	rows := map[string]benchRow{}
 	var errs []error
 	step := func(name string, ids []string, f func(context.Context, string) ([]benchRow, error)) {
