@@ -119,14 +119,7 @@ func TestDemoBrowser(t *testing.T) {
 	}
 	defer func() {
 		stopDemo()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("demo: %v\n%s", err, logs.String())
-			}
-		case <-time.After(demoBrowserWait):
-			t.Errorf("demo did not stop\n%s", goroutines())
-		}
+		awaitStop(t, "the demo", done, demoBrowserWait, logs.String)
 	}()
 
 	// The pit's event stream says when the shoe is over, or that the table

@@ -377,14 +377,7 @@ func newRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig) *rig {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case err := <-ctlDone:
-			if err != nil {
-				t.Errorf("controller: %v", err)
-			}
-		case <-time.After(guard):
-			t.Errorf("the controller did not stop\n%s", goroutines())
-		}
+		awaitStop(t, "the controller", ctlDone, guard, nil)
 		select {
 		case <-r.simEnded:
 		case <-time.After(guard):
@@ -1162,9 +1155,25 @@ func (r *rig) openShoe(cancel context.CancelFunc, dir string, opts shoesim.Optio
 	return pty, link
 }
 
-// goroutines is every goroutine's stack: what a test that waited in vain
-// for the controller to stop prints, to say what it was stuck on.
-func goroutines() string {
-	buf := make([]byte, 1<<20)
-	return string(buf[:runtime.Stack(buf, true)])
+// awaitStop waits up to guard for what, which the caller has just
+// cancelled, to return on done. An error fails the test, with logs when
+// given; a stop that hangs fails it with every goroutine's stack, to say
+// what it was stuck on. It reports whether what stopped cleanly.
+func awaitStop(t testing.TB, what string, done <-chan error, guard time.Duration, logs func() string) bool {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err == nil {
+			return true
+		}
+		if logs != nil {
+			t.Errorf("%s: %v\n%s", what, err, logs())
+		} else {
+			t.Errorf("%s: %v", what, err)
+		}
+	case <-time.After(guard):
+		buf := make([]byte, 1<<20)
+		t.Errorf("%s did not stop within %s\n%s", what, guard, buf[:runtime.Stack(buf, true)])
+	}
+	return false
 }

@@ -108,14 +108,7 @@ func newFaultRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig, fo fau
 	stop := func() {
 		once.Do(func() {
 			cancel()
-			select {
-			case err := <-ctlDone:
-				if err != nil {
-					t.Errorf("controller: %v", err)
-				}
-			case <-time.After(guard):
-				t.Errorf("the controller did not stop\n%s", goroutines())
-			}
+			awaitStop(t, "the controller", ctlDone, guard, nil)
 		})
 	}
 	t.Cleanup(func() {

@@ -363,12 +363,7 @@ func TestDemoServesMetrics(t *testing.T) {
 		t.Errorf("demo health: %d %+v %v", resp.StatusCode, h, err)
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("demo: %v\n%s", err, logs.String())
-		}
-	case <-time.After(mqWait):
-		t.Fatalf("demo did not stop\n%s", goroutines())
+	if !awaitStop(t, "the demo", done, mqWait, logs.String) {
+		t.FailNow()
 	}
 }

@@ -166,14 +166,7 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 	go func() { defer wg.Done(); sim.Run(ctx, true) }()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case err := <-ctlErr:
-			if err != nil {
-				t.Errorf("controller: %v", err)
-			}
-		case <-time.After(mqWait):
-			t.Errorf("the controller did not stop\n%s", goroutines())
-		}
+		awaitStop(t, "the controller", ctlErr, mqWait, nil)
 		wg.Wait()
 		pty.Close()
 	})
@@ -410,13 +403,8 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("demo: %v\n%s", err, logs.String())
-		}
-	case <-time.After(mqWait):
-		t.Fatalf("demo did not stop\n%s", goroutines())
+	if !awaitStop(t, "the demo", done, mqWait, logs.String) {
+		t.FailNow()
 	}
 	rep, err := audit.Verify(context.Background(), info.Trail, audit.VerifyOptions{})
 	if err != nil || !rep.OK() {

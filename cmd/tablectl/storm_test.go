@@ -124,13 +124,8 @@ func commandStorm(t *testing.T, m *MQTTSection) {
 		}
 		stopped = true
 		cancel()
-		select {
-		case err := <-ctlDone:
-			if err != nil {
-				t.Errorf("controller: %v", err)
-			}
-		case <-time.After(mqWait):
-			t.Fatalf("the controller did not stop\n%s", goroutines())
+		if !awaitStop(t, "the controller", ctlDone, mqWait, nil) {
+			t.FailNow()
 		}
 	}
 	defer stop()
