@@ -5,22 +5,20 @@
 package mqtttest
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/tablectl/tablectl/display/broker/mosquitto"
 )
 
 // SharedURL is the Mosquitto every test may use; .ci/test starts it.
@@ -62,11 +60,9 @@ type Mosquitto struct {
 	Dir  string
 	conf string
 
-	mu  sync.Mutex // guards cmd
-	cmd *exec.Cmd
-
-	outMu sync.Mutex
-	out   *strings.Builder
+	mu   sync.Mutex // guards proc
+	proc *mosquitto.Process
+	last string // the log of the process before, once stopped
 }
 
 // StartMosquitto starts a Mosquitto on a free loopback port with extra
@@ -75,15 +71,10 @@ type Mosquitto struct {
 // the test.
 func StartMosquitto(t testing.TB, extra string) *Mosquitto {
 	t.Helper()
-	if _, err := exec.LookPath("mosquitto"); err != nil {
-		t.Fatalf("mosquitto is not installed (.ci/test installs it): %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := mosquitto.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	m := &Mosquitto{t: t, Port: port, URL: fmt.Sprintf("tcp://127.0.0.1:%d", port), Dir: t.TempDir()}
 	m.conf = filepath.Join(m.Dir, "mosquitto.conf")
 	conf := fmt.Sprintf(`# written by a test
@@ -111,77 +102,40 @@ func (m *Mosquitto) Start() {
 	m.t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cmd != nil {
+	if m.proc != nil {
 		m.t.Fatal("mosquitto already running")
 	}
-	cmd := exec.Command("mosquitto", "-c", m.conf)
-	stderr, err := cmd.StderrPipe()
+	p, err := mosquitto.Start(m.conf, 10*time.Second)
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		m.t.Fatal(err)
-	}
-	out := &strings.Builder{}
-	running := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		said := false
-		for sc.Scan() {
-			line := sc.Text()
-			m.outMu.Lock()
-			out.WriteString(line + "\n")
-			m.outMu.Unlock()
-			if !said && strings.Contains(line, " running") {
-				said = true
-				running <- true
-			}
-		}
-		if !said {
-			running <- false
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	m.cmd = cmd
-	m.outMu.Lock()
-	m.out = out
-	m.outMu.Unlock()
-	// Mosquitto says it is running once its listeners are open. The
-	// timeout only guards against a broker that never starts.
-	select {
-	case ok := <-running:
-		if !ok {
-			cmd.Wait()
-			m.cmd = nil
-			m.t.Fatalf("mosquitto did not start:\n%s", m.Log())
-		}
-	case <-time.After(10 * time.Second):
-		m.t.Fatalf("mosquitto silent for 10s:\n%s", m.Log())
-	}
+	m.proc = p
 }
 
 // Stop kills the broker, as a crash or a power cut would (no clean
 // shutdown, no last words to clients).
 func (m *Mosquitto) Stop() {
 	m.mu.Lock()
-	cmd := m.cmd
-	m.cmd = nil
+	p := m.proc
+	m.proc = nil
 	m.mu.Unlock()
-	if cmd == nil {
+	if p == nil {
 		return
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	p.Kill()
+	m.mu.Lock()
+	m.last = p.Log()
+	m.mu.Unlock()
 }
 
-// Log is what the broker has written so far.
+// Log is what the broker has written so far (the last one, once stopped).
 func (m *Mosquitto) Log() string {
-	m.outMu.Lock()
-	defer m.outMu.Unlock()
-	if m.out == nil {
-		return ""
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc == nil {
+		return m.last
 	}
-	return m.out.String()
+	return m.proc.Log()
 }
 
 // Msg is one message a Subscriber received.
