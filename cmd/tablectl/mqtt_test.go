@@ -170,6 +170,14 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 		wg.Wait()
 		pty.Close()
 	})
+	// A command sent before the controller has subscribed to cmd reaches
+	// no one, and the CLI rightly reports no reply: wait until its
+	// connection is up, which it is only once subscribed.
+	wctx, wcancel := context.WithTimeout(ctx, mqWait)
+	defer wcancel()
+	if err := ctl.conn.WaitConnected(wctx); err != nil {
+		t.Fatal(err)
+	}
 	return mc
 }
 
