@@ -378,14 +378,8 @@ func newRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig) *rig {
 	t.Cleanup(func() {
 		cancel()
 		awaitStop(t, "the controller", ctlDone, guard, nil)
-		select {
-		case <-r.simEnded:
-		case <-time.After(guard):
-			t.Errorf("the shoe simulator did not stop")
+		if !awaitSim(t, r.simEnded, &r.simErr, guard) {
 			return
-		}
-		if r.simErr != nil && !errors.Is(r.simErr, context.Canceled) {
-			t.Errorf("shoe simulator: %v", r.simErr)
 		}
 		pty.Close()
 		r.checkTrail()
@@ -1153,6 +1147,24 @@ func (r *rig) openShoe(cancel context.CancelFunc, dir string, opts shoesim.Optio
 	r.gate.sim = r.sim
 	r.plan = r.sim.Plan()
 	return pty, link
+}
+
+// awaitSim waits up to guard for the shoe simulator's goroutine, whose
+// context is cancelled, to close ended, and reports whether it did. A
+// simulator error other than the cancellation fails the test, but the
+// simulator has still stopped.
+func awaitSim(t testing.TB, ended <-chan struct{}, simErr *error, guard time.Duration) bool {
+	t.Helper()
+	select {
+	case <-ended:
+	case <-time.After(guard):
+		t.Errorf("the shoe simulator did not stop")
+		return false
+	}
+	if *simErr != nil && !errors.Is(*simErr, context.Canceled) {
+		t.Errorf("shoe simulator: %v", *simErr)
+	}
+	return true
 }
 
 // awaitStop waits up to guard for what, which the caller has just

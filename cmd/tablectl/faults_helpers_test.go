@@ -113,14 +113,8 @@ func newFaultRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig, fo fau
 	}
 	t.Cleanup(func() {
 		stop()
-		select {
-		case <-r.simEnded:
-		case <-time.After(guard):
-			t.Errorf("the shoe simulator did not stop")
+		if !awaitSim(t, r.simEnded, &r.simErr, guard) {
 			return
-		}
-		if r.simErr != nil && !errors.Is(r.simErr, context.Canceled) {
-			t.Errorf("shoe simulator: %v", r.simErr)
 		}
 		pty.Close()
 		r.checkTrail()

@@ -8,16 +8,13 @@ package main
 //	go test -race -run E2EMetrics ./cmd/tablectl/
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -26,8 +23,6 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
-	"github.com/tablectl/tablectl/display/mqttpub"
-	"github.com/tablectl/tablectl/display/mqtttest"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -297,38 +292,12 @@ func TestE2EMetrics(t *testing.T) {
 // The demo serves /metrics and /health beside /state, and they tell of the
 // coups it deals and of its broker.
 func TestDemoServesMetrics(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan demoInfo, 1)
-	var out, logs mqBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- demo(ctx, demoOptions{dir: filepath.Join(dir, "demo"), table: "DEMO", profile: coup.ProfileVIP,
-			mqttListen: "127.0.0.1:0", mqttWS: "off", http: "127.0.0.1:0", pace: 5 * time.Millisecond, coupPace: -1,
-			seed: 5, shoes: 1, ready: func(i demoInfo) { ready <- i }, logTo: &logs}, &out)
-	}()
-	var info demoInfo
-	select {
-	case info = <-ready:
-	case err := <-done:
-		t.Fatalf("demo stopped: %v\n%s", err, logs.String())
-	case <-time.After(mqWait):
-		t.Fatalf("demo not ready:\n%s", logs.String())
+	d := startTestDemo(t, 5, "off")
+	info := d.info
+	if !strings.Contains(d.out.String(), info.HTTP+"/metrics") {
+		t.Errorf("the demo does not say where its metrics are:\n%s", d.out.String())
 	}
-	if !strings.Contains(out.String(), info.HTTP+"/metrics") {
-		t.Errorf("the demo does not say where its metrics are:\n%s", out.String())
-	}
-	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: info.MQTT, Topics: []string{info.Prefix + "/" + mqttpub.TopicPitEvents}})
-	sub.Wait(mqWait, "a coup's result", func(ms []mqtttest.Msg) bool {
-		for _, m := range ms {
-			var e mqttpub.Event
-			if json.Unmarshal(m.Payload, &e) == nil && e.Kind == string(coup.EvCoupResult) {
-				return true
-			}
-		}
-		return false
-	})
+	d.waitCoupResult(t)
 	resp, err := http.Get(info.HTTP + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -362,8 +331,5 @@ func TestDemoServesMetrics(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || h != (display.Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "connected"}) {
 		t.Errorf("demo health: %d %+v %v", resp.StatusCode, h, err)
 	}
-	cancel()
-	if !awaitStop(t, "the demo", done, mqWait, logs.String) {
-		t.FailNow()
-	}
+	d.stop(t)
 }

@@ -372,48 +372,77 @@ func hasSeqs(msgs []mqtttest.Msg, topics mqttpub.Topics, head int64) bool {
 	return head > 0
 }
 
-// TestDemo runs the demo as a newcomer would (on free ports, fast), sees a
-// coup arrive over MQTT and the HTTP endpoint answer, then stops it as
-// Ctrl-C does: the trail it leaves verifies.
-func TestDemo(t *testing.T) {
+// testDemo is the demo running inside a test, on free ports and fast.
+type testDemo struct {
+	info      demoInfo
+	out, logs mqBuffer
+	done      chan error
+	cancel    context.CancelFunc
+}
+
+// startTestDemo runs the demo with the shoe shuffled by seed and the MQTT
+// WebSocket listener at ws ("off" for none), and returns once it is ready
+// to deal. It is stopped at the end of the test if the test did not stop it.
+func startTestDemo(t *testing.T, seed uint64, ws string) *testDemo {
+	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
+	d := &testDemo{done: make(chan error, 1), cancel: cancel}
 	ready := make(chan demoInfo, 1)
-	var out, logs mqBuffer
-	done := make(chan error, 1)
 	go func() {
-		done <- demo(ctx, demoOptions{dir: filepath.Join(dir, "demo"), table: "DEMO", profile: coup.ProfileVIP,
-			mqttListen: "127.0.0.1:0", mqttWS: "127.0.0.1:0", http: "127.0.0.1:0", pace: 5 * time.Millisecond, coupPace: -1,
-			seed: 3, shoes: 1, ready: func(i demoInfo) { ready <- i }, logTo: &logs}, &out)
+		d.done <- demo(ctx, demoOptions{dir: filepath.Join(dir, "demo"), table: "DEMO", profile: coup.ProfileVIP,
+			mqttListen: "127.0.0.1:0", mqttWS: ws, http: "127.0.0.1:0", pace: 5 * time.Millisecond, coupPace: -1,
+			seed: seed, shoes: 1, ready: func(i demoInfo) { ready <- i }, logTo: &d.logs}, &d.out)
 	}()
-	var info demoInfo
 	select {
-	case info = <-ready:
-	case err := <-done:
-		t.Fatalf("demo stopped: %v\n%s", err, logs.String())
+	case d.info = <-ready:
+	case err := <-d.done:
+		t.Fatalf("demo stopped: %v\n%s", err, d.logs.String())
 	case <-time.After(mqWait):
-		t.Fatalf("demo not ready:\n%s", logs.String())
+		t.Fatalf("demo not ready:\n%s", d.logs.String())
 	}
-	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: info.MQTT, Topics: []string{info.Prefix + "/#"}})
+	return d
+}
+
+// waitCoupResult waits until a coup's result arrives on pit/events.
+func (d *testDemo) waitCoupResult(t *testing.T) {
+	t.Helper()
+	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: d.info.MQTT, Topics: []string{d.info.Prefix + "/" + mqttpub.TopicPitEvents}})
 	sub.Wait(mqWait, "a coup's result", func(ms []mqtttest.Msg) bool {
 		for _, m := range ms {
 			var e mqttpub.Event
-			if m.Topic == info.Prefix+"/"+mqttpub.TopicPitEvents && json.Unmarshal(m.Payload, &e) == nil && e.Kind == string(coup.EvCoupResult) {
+			if json.Unmarshal(m.Payload, &e) == nil && e.Kind == string(coup.EvCoupResult) {
 				return true
 			}
 		}
 		return false
 	})
+}
+
+// stop stops the demo as Ctrl-C does and ends the test if it does not
+// stop cleanly.
+func (d *testDemo) stop(t *testing.T) {
+	t.Helper()
+	d.cancel()
+	if !awaitStop(t, "the demo", d.done, mqWait, d.logs.String) {
+		t.FailNow()
+	}
+}
+
+// TestDemo runs the demo as a newcomer would (on free ports, fast), sees a
+// coup arrive over MQTT and the HTTP endpoint answer, then stops it as
+// Ctrl-C does: the trail it leaves verifies.
+func TestDemo(t *testing.T) {
+	d := startTestDemo(t, 3, "127.0.0.1:0")
+	info, out := d.info, &d.out
+	d.waitCoupResult(t)
 	for _, want := range []string{info.MQTT, info.WS, info.Prefix + "/#", info.Trail, "mosquitto_sub", "Ctrl-C"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the demo does not say %q:\n%s", want, out.String())
 		}
 	}
-	cancel()
-	if !awaitStop(t, "the demo", done, mqWait, logs.String) {
-		t.FailNow()
-	}
+	d.stop(t)
 	rep, err := audit.Verify(context.Background(), info.Trail, audit.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("the demo's trail: %v %+v", err, rep)
