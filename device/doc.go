@@ -10,7 +10,7 @@
 //     is not end of file: the reader polls with a short read timeout only so
 //     it can stop without the port being closed under it. A read error ends
 //     the session; on Linux an unplugged adapter, or a pseudo-terminal whose
-//     master closed, reads as a hang-up (ErrHangup).
+//     master closed, reads as a hang-up (ErrHangup): a zero-length read or EIO.
 //   - Delivery. Bytes go from the reader to the consumer through a bounded
 //     queue of chunks. When the queue is full the reader waits; nothing is
 //     dropped here, so the bytes back up in the kernel's tty buffer, which

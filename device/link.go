@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.bug.st/serial"
@@ -376,9 +377,12 @@ func (l *Link) read(name string, p port, q chan<- chunk, stop <-chan struct{}, d
 		}
 		if err != nil {
 			var pe *serial.PortError
-			if errors.As(err, &pe) && pe.Code() == serial.PortClosed {
+			if errors.As(err, &pe) && pe.Code() == serial.PortClosed || errors.Is(err, syscall.EIO) {
 				// Only the reader's own session closes the port, and only
 				// after the reader has gone, so this is the device's doing.
+				// Linux reports a vanished adapter or a closed pty master
+				// either as a zero-length read (PortClosed) or as EIO,
+				// depending on where the read was when it went.
 				err = fmt.Errorf("read %s: %w: %w", name, ErrHangup, err)
 			} else {
 				err = fmt.Errorf("read %s: %w", name, err)

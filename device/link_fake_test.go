@@ -2,8 +2,10 @@ package device
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,7 +99,7 @@ func TestLinkReadTimeoutIsNotEOF(t *testing.T) {
 	for _, s := range []string{"", "ab", "", "", "c", ""} {
 		p.feed(t, s, nil)
 	}
-	broken := errors.New("input/output error")
+	broken := errors.New("bad file descriptor")
 	p.feed(t, "d", broken) // bytes that come with the error still count
 	st := r.expect(t, Disconnected)
 	if !errors.Is(st.Err, broken) || errors.Is(st.Err, ErrHangup) {
@@ -108,6 +110,39 @@ func TestLinkReadTimeoutIsNotEOF(t *testing.T) {
 	}
 	if !p.closed.Load() {
 		t.Error("port not closed after the read error")
+	}
+}
+
+// TestLinkHangupErrors pins which read errors count as the shoe going
+// away: Linux reports an unplugged adapter or a closed pty master either as
+// a zero-length read (PortClosed) or as EIO, depending on timing.
+func TestLinkHangupErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		hangup bool
+	}{
+		{"other port error", &serial.PortError{}, false},
+		{"EIO", syscall.EIO, true},
+		{"wrapped EIO", fmt.Errorf("read: %w", syscall.EIO), true},
+		{"EBADF", syscall.EBADF, false},
+		{"other", errors.New("parity"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakePort()
+			r := newRecorder()
+			l := newFakeLink(t, p, newFakeClock(), Options{OnData: r.onData, OnState: r.onState})
+			runLink(t, l, r)
+			r.expect(t, Connected)
+			p.feed(t, "", tc.err)
+			st := r.expect(t, Disconnected)
+			if got := errors.Is(st.Err, ErrHangup); got != tc.hangup {
+				t.Errorf("%v: hang-up %v, want %v", st.Err, got, tc.hangup)
+			}
+			if !errors.Is(st.Err, tc.err) {
+				t.Errorf("%v does not wrap %v", st.Err, tc.err)
+			}
+		})
 	}
 }
 
