@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tablectl/tablectl/internal/testenv"
 )
 
 // tamperTrail writes a 20-row trail of table T1 with stored checkpoints at
@@ -74,10 +76,7 @@ func copyFile(t *testing.T, src, dst string) {
 // exactly as someone with shell access to the controller could.
 func sqlite3Shell(t *testing.T, path, script string) {
 	t.Helper()
-	bin, err := exec.LookPath("sqlite3")
-	if err != nil {
-		t.Fatalf("the sqlite3 command-line tool is needed to tamper with a real trail (apt-get install -y sqlite3): %v", err)
-	}
+	bin := testenv.Command(t, "sqlite3", "sqlite3") // to tamper with a real trail as an insider would
 	cmd := exec.Command(bin, "-bail", path)
 	cmd.Stdin = strings.NewReader(script)
 	out, err := cmd.CombinedOutput()

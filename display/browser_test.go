@@ -25,7 +25,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,11 +37,13 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/coup/roads"
 	"github.com/tablectl/tablectl/display"
-	"github.com/tablectl/tablectl/display/broker"
 	"github.com/tablectl/tablectl/display/mqttpub"
-	"github.com/tablectl/tablectl/display/mqtttest"
-	"github.com/tablectl/tablectl/display/webtest"
+	"github.com/tablectl/tablectl/internal/browsertest"
+	"github.com/tablectl/tablectl/internal/mqttbroker"
+	"github.com/tablectl/tablectl/internal/mqtttest"
+	"github.com/tablectl/tablectl/internal/testenv"
 )
 
 const (
@@ -78,24 +79,13 @@ func TestBrowserDisplay(t *testing.T) {
 
 // startBrowser starts headless Chromium for the test; the context bounds
 // the whole test.
-func startBrowser(t *testing.T) (context.Context, *webtest.Browser) {
+func startBrowser(t *testing.T) (context.Context, *browsertest.Browser) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("browser tests run Chromium; not in -short")
-	}
+	testenv.Long(t, "the web display's browser tests (Chromium)")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
-	path, err := webtest.FindChromium()
-	if err != nil {
-		t.Fatalf("%v: the browser tests are part of the suite", err)
-	}
-	sctx, scancel := context.WithTimeout(ctx, time.Minute)
-	defer scancel()
-	b, err := webtest.Start(sctx, webtest.Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := browsertest.Start(t)
+	b.Timeout = bWait
 	return ctx, b
 }
 
@@ -124,13 +114,13 @@ type testBroker struct {
 }
 
 func embeddedBroker(t *testing.T) *testBroker {
-	opt := broker.Options{
+	opt := mqttbroker.Options{
 		TCP: "127.0.0.1:0", WS: "127.0.0.1:0",
 		Writer: bWriter, WriterPassword: bWriterPW, OpenTopics: []string{bPrefix + "/cmd"},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	var mu sync.Mutex
-	b, err := broker.Start(opt)
+	b, err := mqttbroker.Start(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +134,7 @@ func embeddedBroker(t *testing.T) *testBroker {
 	tb.start = func() {
 		mu.Lock()
 		defer mu.Unlock()
-		nb, err := broker.Start(opt)
+		nb, err := mqttbroker.Start(opt)
 		if err != nil {
 			t.Fatalf("restart the embedded broker: %v", err)
 		}
@@ -205,7 +195,7 @@ type feeder struct {
 
 	mu      sync.Mutex
 	table   *coup.Table
-	roads   *display.Roads
+	roads   *roads.Board
 	onRoads map[[2]int]bool
 	seq     uint32 // the shoe's sentence numbers
 	cmds    int
@@ -226,7 +216,7 @@ func newFeeder(t *testing.T, br *testBroker) *feeder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &feeder{t: t, br: br, table: tab, roads: display.NewRoads(), onRoads: map[[2]int]bool{},
+	f := &feeder{t: t, br: br, table: tab, roads: roads.New(), onRoads: map[[2]int]bool{},
 		now: time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC), state: "online", last: map[string][]byte{}}
 	f.connect()
 	t.Cleanup(func() { f.cli.Disconnect(100) })
@@ -467,7 +457,7 @@ func (f *feeder) Recall() []coup.CoupRecord {
 
 func (f *feeder) Failing() error { return nil }
 
-func (f *feeder) snapshot() (coup.View, display.RoadsJSON, []coup.CoupRecord) {
+func (f *feeder) snapshot() (coup.View, roads.View, []coup.CoupRecord) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.table.PublicView(), f.roads.Snapshot(), f.table.Recall()
@@ -573,133 +563,11 @@ func (d *dealer) finish(tb dealTable) {
 
 // ------------------------------------------------------------------ page
 
-type page struct {
-	t   *testing.T
-	ctx context.Context
-	p   *webtest.Page
-	dir string
-}
-
-func openPage(ctx context.Context, t *testing.T, b *webtest.Browser, url, dir string, headers map[string]string) *page {
-	t.Helper()
-	wctx, cancel := context.WithTimeout(ctx, bWait)
-	defer cancel()
-	p, err := b.NewPage(wctx, 1920, 1080)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		p.Close(cctx)
-	})
-	if headers != nil {
-		if err := p.SetHeaders(wctx, headers); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Navigate(wctx, url); err != nil {
-		t.Fatal(err)
-	}
-	return &page{t: t, ctx: ctx, p: p, dir: dir}
-}
-
-// wait polls cond (JavaScript) until it holds; describe says what the page
-// showed instead.
-func (pg *page) wait(what, cond, describe string) {
-	pg.t.Helper()
-	ctx, cancel := context.WithTimeout(pg.ctx, bWait)
-	defer cancel()
-	if err := pg.p.WaitFor(ctx, what, cond, describe); err != nil {
-		pg.t.Fatal(err)
-	}
-}
-
-func (pg *page) eval(expr string, out any) {
-	pg.t.Helper()
-	ctx, cancel := context.WithTimeout(pg.ctx, bWait)
-	defer cancel()
-	if err := pg.p.Eval(ctx, expr, out); err != nil {
-		pg.t.Fatal(err)
-	}
-}
-
-func (pg *page) text(sel string) string {
-	pg.t.Helper()
-	var s string
-	pg.eval(fmt.Sprintf(`(document.querySelector(%q) || {textContent: "<missing>"}).textContent.trim()`, sel), &s)
-	return s
-}
-
-func (pg *page) shot(name string, full bool) {
-	pg.t.Helper()
-	if err := os.MkdirAll(pg.dir, 0o755); err != nil {
-		pg.t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(pg.ctx, bWait)
-	defer cancel()
-	var png []byte
-	var err error
-	if full {
-		png, err = pg.p.FullScreenshot(ctx)
-	} else {
-		png, err = pg.p.Screenshot(ctx)
-	}
-	if err != nil {
-		pg.t.Fatal(err)
-	}
-	path := filepath.Join(pg.dir, name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		pg.t.Fatal(err)
-	}
-	pg.t.Logf("screenshot %s", path)
-}
-
-func (pg *page) noProblems() {
-	pg.t.Helper()
-	if pr := pg.p.Problems(); len(pr) > 0 {
-		pg.t.Errorf("the page reported problems:\n%s", strings.Join(pr, "\n"))
-	}
-}
-
-// visible is JavaScript: the element with id is shown.
-func visible(id string) string {
-	return fmt.Sprintf(`(() => { const e = document.getElementById(%q); if (!e || e.hidden) return false;
-		const r = e.getBoundingClientRect(); return getComputedStyle(e).display !== 'none' && r.width > 0 && r.height > 0; })()`, id)
-}
-
-// colourOf names a CSS colour as a viewer would: red, blue, green, gold,
-// black, white or grey.
-func colourOf(css string) string {
-	m := regexp.MustCompile(`rgba?\((\d+), (\d+), (\d+)`).FindStringSubmatch(css)
-	if m == nil {
-		return "unknown(" + css + ")"
-	}
-	r, _ := strconv.Atoi(m[1])
-	g, _ := strconv.Atoi(m[2])
-	b, _ := strconv.Atoi(m[3])
-	switch {
-	case r > 150 && g < 90 && b < 90:
-		return "red"
-	case b > 150 && r < 90 && g < 150:
-		return "blue"
-	case g > 120 && r < 90 && b < 130:
-		return "green"
-	case r > 200 && g > 140 && b < 100:
-		return "gold"
-	case r < 70 && g < 70 && b < 70:
-		return "black"
-	case r > 230 && g > 230 && b > 230:
-		return "white"
-	}
-	return "grey"
-}
-
 var sideColour = map[coup.Side]string{coup.SideBanker: "red", coup.SidePlayer: "blue", coup.SideTie: "green"}
 
 // ------------------------------------------------------------- the test
 
-func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testBroker, shots string) {
+func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *testBroker, shots string) {
 	f := newFeeder(t, br)
 	f.sync() // the controller's first state: online, no shoe
 
@@ -713,20 +581,20 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
-	pub := openPage(ctx, t, b, srv.URL+"/", shots, nil)
+	pub := b.OpenContext(ctx, t, srv.URL+"/", 1920, 1080, nil)
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(bPitUser+":"+bPitPass))
-	pit := openPage(ctx, t, b, srv.URL+"/pit", shots, map[string]string{"Authorization": auth})
+	pit := b.OpenContext(ctx, t, srv.URL+"/pit", 1920, 1080, map[string]string{"Authorization": auth})
 
-	for _, pg := range []*page{pub, pit} {
-		pg.wait("the page to connect and read the retained state",
+	for _, pg := range []*browsertest.Page{pub, pit} {
+		pg.WaitFor("the page to connect and read the retained state",
 			`document.getElementById('conn').dataset.state === 'online' && document.getElementById('table-state').textContent === 'LIVE'`,
 			`[document.getElementById('conn').dataset.state, document.getElementById('table-state').textContent, document.getElementById('conn-detail').textContent]`)
-		pg.wait("the page to say there is no shoe", `document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, `document.getElementById('phase').textContent`)
+		pg.WaitFor("the page to say there is no shoe", `document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, `document.getElementById('phase').textContent`)
 	}
 	var pitShown bool
-	pit.eval(`getComputedStyle(document.getElementById('pit')).display !== 'none' && getComputedStyle(document.querySelector('.pit-tag')).display !== 'none'`, &pitShown)
+	pit.Eval(`getComputedStyle(document.getElementById('pit')).display !== 'none' && getComputedStyle(document.querySelector('.pit-tag')).display !== 'none'`, &pitShown)
 	var pubPit bool
-	pub.eval(`getComputedStyle(document.getElementById('pit')).display !== 'none'`, &pubPit)
+	pub.Eval(`getComputedStyle(document.getElementById('pit')).display !== 'none'`, &pubPit)
 	if !pitShown || pubPit {
 		t.Fatalf("pit section shown on the pit page %v, on the public page %v", pitShown, pubPit)
 	}
@@ -734,7 +602,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 	// The shoe: burn, then coup 1 step by step.
 	d := newDealer(7)
 	d.startShoe(t, f)
-	pub.wait("betting to open", `document.getElementById('phase').textContent === 'PLACE YOUR BETS' && document.getElementById('coup-no').textContent === '1'`,
+	pub.WaitFor("betting to open", `document.getElementById('phase').textContent === 'PLACE YOUR BETS' && document.getElementById('coup-no').textContent === '1'`,
 		`[document.getElementById('phase').textContent, document.getElementById('coup-no').textContent]`)
 
 	var results []coup.Result
@@ -745,19 +613,19 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 		// One card out, face down: the public sees a card back and
 		// nothing of its identity; the pit sees it, marked not revealed.
 		first := d.deck[d.next-2]
-		pub.wait("the first card, face down", `document.querySelectorAll('#player-cards .slot').length === 1 && document.querySelector('#player-cards .card.back') !== null`,
+		pub.WaitFor("the first card, face down", `document.querySelectorAll('#player-cards .slot').length === 1 && document.querySelector('#player-cards .card.back') !== null`,
 			`document.getElementById('player-cards').innerHTML`)
 		var faces int
-		pub.eval(`document.querySelectorAll('[data-card]').length`, &faces)
-		if faces != 0 || pub.text("#player-point") != "" {
-			t.Errorf("public page shows %d card faces and point %q before the reveal", faces, pub.text("#player-point"))
+		pub.Eval(`document.querySelectorAll('[data-card]').length`, &faces)
+		if faces != 0 || pub.Text("#player-point") != "" {
+			t.Errorf("public page shows %d card faces and point %q before the reveal", faces, pub.Text("#player-point"))
 		}
 		var html string
-		pub.eval(`document.getElementById('live').innerText`, &html)
+		pub.Eval(`document.getElementById('live').innerText`, &html)
 		if strings.Contains(html, first.String()) {
 			t.Errorf("public page text holds the hidden card %s: %q", first, html)
 		}
-		pit.wait("the pit to see the hidden card", fmt.Sprintf(`document.querySelector('#player-cards .card.face.unrevealed[data-card=%q]') !== null`, first.String()),
+		pit.WaitFor("the pit to see the hidden card", fmt.Sprintf(`document.querySelector('#player-cards .card.face.unrevealed[data-card=%q]') !== null`, first.String()),
 			`document.getElementById('player-cards').innerHTML`)
 		return false
 	})
@@ -765,14 +633,14 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub.wait("every card of coup 1 face down", fmt.Sprintf(`document.querySelectorAll('#player-cards .card.back').length === %d && document.querySelectorAll('#banker-cards .card.back').length === %d`, len(player), len(banker)),
+	pub.WaitFor("every card of coup 1 face down", fmt.Sprintf(`document.querySelectorAll('#player-cards .card.back').length === %d && document.querySelectorAll('#banker-cards .card.back').length === %d`, len(player), len(banker)),
 		`[document.getElementById('player-cards').innerHTML.length, document.getElementById('banker-cards').innerHTML.length]`)
-	pub.wait("the public to await the reveal", `document.getElementById('phase').textContent === 'AWAITING REVEAL' && !(`+visible("result")+`)`,
+	pub.WaitFor("the public to await the reveal", `document.getElementById('phase').textContent === 'AWAITING REVEAL' && !(`+browsertest.Visible("result")+`)`,
 		`[document.getElementById('phase').textContent, document.getElementById('result-text').textContent]`)
 	// The pit sees the result before the public does, and is told so.
-	pit.wait("the pit to see the unrevealed result", `document.getElementById('phase').textContent === 'RESULT · NOT YET REVEALED' && `+visible("result"),
+	pit.WaitFor("the pit to see the unrevealed result", `document.getElementById('phase').textContent === 'RESULT · NOT YET REVEALED' && `+browsertest.Visible("result"),
 		`document.getElementById('phase').textContent`)
-	pub.shot("public-1-face-down", false)
+	pub.SaveScreenshot(shots, "public-1-face-down", false)
 
 	d.finish(f) // the reveal, then the next coup opens after the result time
 	results = append(results, r)
@@ -785,7 +653,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 	f.button(coup.ButtonReveal)
 	results = append(results, r)
 	want := map[coup.Side]string{coup.SideBanker: "BANKER WINS", coup.SidePlayer: "PLAYER WINS", coup.SideTie: "TIE"}[r.Winner]
-	pub.wait("the result banner", visible("result")+fmt.Sprintf(` && document.getElementById('result-text').textContent === %q`, want),
+	pub.WaitFor("the result banner", browsertest.Visible("result")+fmt.Sprintf(` && document.getElementById('result-text').textContent === %q`, want),
 		`[document.getElementById('result').hidden, document.getElementById('result-text').textContent]`)
 	var res struct {
 		BG     string   `json:"bg"`
@@ -798,7 +666,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 		PPoint string   `json:"ppoint"`
 		BPoint string   `json:"bpoint"`
 	}
-	pub.eval(`(() => {
+	pub.Eval(`(() => {
 		const cards = Array.from(document.querySelectorAll('#player-cards .card.face, #banker-cards .card.face'));
 		return {bg: getComputedStyle(document.getElementById('result')).backgroundColor,
 			points: document.getElementById('result-points').textContent, tags: document.getElementById('result-tags').textContent,
@@ -806,7 +674,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 			cards: cards.map(c => c.dataset.card), colors: cards.map(c => getComputedStyle(c).color),
 			ppoint: document.getElementById('player-point').textContent, bpoint: document.getElementById('banker-point').textContent};
 	})()`, &res)
-	if got := colourOf(res.BG); got != sideColour[r.Winner] {
+	if got := browsertest.Colour(res.BG); got != sideColour[r.Winner] {
 		t.Errorf("result banner for %s is %s (%s)", r.Winner, got, res.BG)
 	}
 	wantPts := fmt.Sprintf("%d – %d", r.PlayerPoint, r.BankerPoint)
@@ -834,11 +702,11 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 		if strings.HasSuffix(c, "H") || strings.HasSuffix(c, "D") {
 			want = "red"
 		}
-		if got := colourOf(res.Colors[i]); got != want {
+		if got := browsertest.Colour(res.Colors[i]); got != want {
 			t.Errorf("card %s is drawn %s (%s), want %s", c, got, res.Colors[i], want)
 		}
 	}
-	pub.shot("public-2-result", false)
+	pub.SaveScreenshot(shots, "public-2-result", false)
 	f.tick(3 * time.Second)
 
 	// The rest of the shoe, with an unreadable card and a suspension.
@@ -852,22 +720,22 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 				}
 				// The shoe cannot read the third card: the table stops.
 				f.shoeIn(coup.Input{Kind: coup.InCard, Unreadable: true})
-				pub.wait("the SUSPENDED banner", visible("banner-suspended"), `document.getElementById('banner-suspended').outerHTML`)
-				pit.wait("the unreadable-card alert", `document.querySelector('#alert-list li.suspends') !== null && document.getElementById('alert-list').textContent.includes('UNREADABLE CARD') && document.getElementById('alert-list').textContent.includes('needs card')`,
+				pub.WaitFor("the SUSPENDED banner", browsertest.Visible("banner-suspended"), `document.getElementById('banner-suspended').outerHTML`)
+				pit.WaitFor("the unreadable-card alert", `document.querySelector('#alert-list li.suspends') !== null && document.getElementById('alert-list').textContent.includes('UNREADABLE CARD') && document.getElementById('alert-list').textContent.includes('needs card')`,
 					`document.getElementById('alert-list').textContent`)
-				pit.wait("the pit's banner to say what holds the table", visible("banner-suspended")+` && document.getElementById('suspend-reason').textContent.includes('unreadable') && document.getElementById('suspend-reason').textContent.includes('needs card')`,
+				pit.WaitFor("the pit's banner to say what holds the table", browsertest.Visible("banner-suspended")+` && document.getElementById('suspend-reason').textContent.includes('unreadable') && document.getElementById('suspend-reason').textContent.includes('needs card')`,
 					`document.getElementById('suspend-reason').textContent`)
-				pit.wait("the unreadable card on the pit's table", `document.querySelector('.card.back.unreadable') !== null`, `document.getElementById('player-cards').innerHTML`)
-				pit.shot("pit-unreadable-card", false)
+				pit.WaitFor("the unreadable card on the pit's table", `document.querySelector('.card.back.unreadable') !== null`, `document.getElementById('player-cards').innerHTML`)
+				pit.SaveScreenshot(shots, "pit-unreadable-card", false)
 				f.command(coup.Command{Action: coup.ActionCard, Card: &c, Reason: "read from the card"})
 				return true
 			})
-			pub.wait("the banner to go once the card is entered", `!(`+visible("banner-suspended")+`)`, `document.getElementById('table-state').textContent`)
-			pit.wait("the alert to clear", `document.querySelector('#alert-list li.suspends') === null`, `document.getElementById('alert-list').textContent`)
+			pub.WaitFor("the banner to go once the card is entered", `!(`+browsertest.Visible("banner-suspended")+`)`, `document.getElementById('table-state').textContent`)
+			pit.WaitFor("the alert to clear", `document.querySelector('#alert-list li.suspends') === null`, `document.getElementById('alert-list').textContent`)
 		case 8:
 			// Between coups a supervisor suspends the table.
 			f.command(coup.Command{Action: coup.ActionSuspend, Reason: "dispute at seat 3"})
-			pub.wait("the SUSPENDED banner with the reason", visible("banner-suspended")+` && document.getElementById('suspend-reason').textContent === 'dispute at seat 3'`,
+			pub.WaitFor("the SUSPENDED banner with the reason", browsertest.Visible("banner-suspended")+` && document.getElementById('suspend-reason').textContent === 'dispute at seat 3'`,
 				`document.getElementById('banner-suspended').textContent`)
 			var ban struct {
 				W, H, VW float64
@@ -875,15 +743,15 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 				Pill     string
 				BG       string
 			}
-			pub.eval(`(() => { const b = document.getElementById('banner-suspended'); const r = b.getBoundingClientRect();
+			pub.Eval(`(() => { const b = document.getElementById('banner-suspended'); const r = b.getBoundingClientRect();
 				return {W: r.width, H: r.height, VW: window.innerWidth, Text: b.textContent, Pill: document.getElementById('table-state').textContent,
 					BG: getComputedStyle(b).backgroundImage}; })()`, &ban)
 			if ban.W < 0.95*ban.VW || ban.H < 80 || !strings.Contains(ban.Text, "TABLE SUSPENDED") || ban.Pill != "SUSPENDED" {
 				t.Errorf("suspended banner %.0fx%.0f of a %.0f wide page, text %q, state %q: not unmistakable", ban.W, ban.H, ban.VW, ban.Text, ban.Pill)
 			}
-			pub.shot("public-3-suspended", false)
+			pub.SaveScreenshot(shots, "public-3-suspended", false)
 			f.command(coup.Command{Action: coup.ActionResume})
-			pub.wait("the banner to go on resume", `!(`+visible("banner-suspended")+`) && document.getElementById('table-state').textContent === 'LIVE'`,
+			pub.WaitFor("the banner to go on resume", `!(`+browsertest.Visible("banner-suspended")+`) && document.getElementById('table-state').textContent === 'LIVE'`,
 				`document.getElementById('table-state').textContent`)
 			_, r = d.dealCoup(t, f, nil)
 		default:
@@ -893,84 +761,84 @@ func runDisplay(ctx context.Context, t *testing.T, b *webtest.Browser, br *testB
 		if seen, last := f.table.CutCardSeen(); seen && n == last {
 			// The shoe's last coup: the whole scoreboard and a result.
 			f.button(coup.ButtonReveal)
-			pub.wait("the last coup's result on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && %s`, len(results), visible("result")),
+			pub.WaitFor("the last coup's result on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && %s`, len(results), browsertest.Visible("result")),
 				`document.querySelectorAll('#road-bead .cell.bead').length`)
-			pub.shot("public-4-last-coup", false)
+			pub.SaveScreenshot(shots, "public-4-last-coup", false)
 			f.tick(3 * time.Second)
 			continue
 		}
 		d.finish(f)
 	}
 
-	view, roads, recall := f.snapshot()
-	if len(roads.BeadPlate) != len(results) {
-		t.Fatalf("the roads hold %d coups, the dealer dealt %d", len(roads.BeadPlate), len(results))
+	view, rd, recall := f.snapshot()
+	if len(rd.BeadPlate) != len(results) {
+		t.Fatalf("the roads hold %d coups, the dealer dealt %d", len(rd.BeadPlate), len(results))
 	}
-	pub.wait("every coup on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, len(results)),
+	pub.WaitFor("every coup on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, len(results)),
 		`document.querySelectorAll('#road-bead .cell.bead').length`)
-	pub.noProblems()
+	pub.NoProblems()
 	checkBeadPlate(t, pub, results)
-	checkBigRoad(t, pub, roads)
+	checkBigRoad(t, pub, rd)
 	for _, road := range []struct {
 		id    string
-		cells []display.DerivedCell
+		cells []roads.DerivedCell
 		prop  string
 	}{
-		{"road-bigeye", roads.Grid.BigEyeBoy, "borderTopColor"},
-		{"road-small", roads.Grid.SmallRoad, "backgroundColor"},
-		{"road-roach", roads.Grid.CockroachPig, "backgroundColor"},
+		{"road-bigeye", rd.Grid.BigEyeBoy, "borderTopColor"},
+		{"road-small", rd.Grid.SmallRoad, "backgroundColor"},
+		{"road-roach", rd.Grid.CockroachPig, "backgroundColor"},
 	} {
 		checkDerived(t, pub, road.id, road.cells, road.prop)
 	}
 	checkStats(t, pub, results)
-	checkPredictions(t, pub, roads)
-	if got, want := pub.text("#cards-dealt"), strconv.Itoa(view.CardsDealt); got != want {
+	checkPredictions(t, pub, rd)
+	if got, want := pub.Text("#cards-dealt"), strconv.Itoa(view.CardsDealt); got != want {
 		t.Errorf("cards dealt shown %s, want %s", got, want)
 	}
-	if got, want := pub.text("#cards-remaining"), strconv.Itoa(view.Remaining); got != want {
+	if got, want := pub.Text("#cards-remaining"), strconv.Itoa(view.Remaining); got != want {
 		t.Errorf("cards remaining shown %s, want %s", got, want)
 	}
-	if got := pub.text("#cut-card"); !view.CutCardSeen || got != fmt.Sprintf("CUT CARD OUT · LAST COUP %d", view.LastCoup) {
+	if got := pub.Text("#cut-card"); !view.CutCardSeen || got != fmt.Sprintf("CUT CARD OUT · LAST COUP %d", view.LastCoup) {
 		t.Errorf("cut card shown %q (seen %v, last coup %d)", got, view.CutCardSeen, view.LastCoup)
 	}
-	pub.shot("public-5-shoe-over", false)
+	pub.SaveScreenshot(shots, "public-5-shoe-over", false)
 
 	// The pit: recall of the last 10 coups, and the EV of a shoe that
 	// favours the player.
 	checkRecall(t, pit, recall)
 	checkEV(t, f, pit)
-	pit.noProblems()
-	pit.shot("pit-shoe-dealt", true)
+	pit.NoProblems()
+	pit.SaveScreenshot(shots, "pit-shoe-dealt", true)
 
 	// The controller goes away: the broker publishes its last will.
 	f.setState("offline")
-	pub.wait("the OFFLINE banner", visible("banner-offline")+` && document.getElementById('table-state').textContent === 'OFFLINE'`,
+	pub.WaitFor("the OFFLINE banner", browsertest.Visible("banner-offline")+` && document.getElementById('table-state').textContent === 'OFFLINE'`,
 		`document.getElementById('table-state').textContent`)
-	pub.shot("public-6-offline", false)
+	pub.SaveScreenshot(shots, "public-6-offline", false)
 
 	// The broker restarts: the page notices, reconnects on its own, and
 	// shows the state the controller publishes again.
 	br.stop()
-	pub.wait("the page to notice the broker is gone", `document.getElementById('conn').dataset.state !== 'online' && `+visible("banner-conn"),
+	pub.WaitFor("the page to notice the broker is gone", `document.getElementById('conn').dataset.state !== 'online' && `+browsertest.Visible("banner-conn"),
 		`document.getElementById('conn').dataset.state`)
-	pub.shot("public-7-no-connection", false)
+	pub.SaveScreenshot(shots, "public-7-no-connection", false)
 	br.start()
 	f.connect()
 	f.setState("online")
 	d2 := newDealer(8)
 	d2.startShoe(t, f)
-	for _, pg := range []*page{pub, pit} {
-		pg.wait("the page to reconnect and show the new shoe",
+	for _, pg := range []*browsertest.Page{pub, pit} {
+		pg.WaitFor("the page to reconnect and show the new shoe",
 			`document.getElementById('conn').dataset.state === 'online' && document.getElementById('table-state').textContent === 'LIVE' && document.getElementById('shoe-no').textContent === '2' && document.getElementById('phase').textContent === 'PLACE YOUR BETS' && document.querySelectorAll('#road-bead .cell').length === 0`,
 			`[document.getElementById('conn').dataset.state, document.getElementById('table-state').textContent, document.getElementById('shoe-no').textContent, document.getElementById('phase').textContent]`)
 		var shown bool
-		pg.eval(visible("banner-conn"), &shown)
+		pg.Eval(browsertest.Visible("banner-conn"), &shown)
 		if shown {
-			t.Errorf("the no-connection banner stays after reconnecting: %q", pg.text("#banner-conn"))
+			t.Errorf("the no-connection banner stays after reconnecting: %q", pg.Text("#banner-conn"))
 		}
 	}
-	pub.noProblems()
-	pit.noProblems()
+	pub.NoProblems()
+	pit.NoProblems()
 }
 
 type beadSeen struct {
@@ -984,10 +852,10 @@ type beadSeen struct {
 	PP    bool   `json:"pp"`
 }
 
-func checkBeadPlate(t *testing.T, pg *page, results []coup.Result) {
+func checkBeadPlate(t *testing.T, pg *browsertest.Page, results []coup.Result) {
 	t.Helper()
 	var cells []beadSeen
-	pg.eval(`Array.from(document.querySelectorAll('#road-bead .cell.bead')).map(e => ({coup: +e.dataset.coup, cls: e.className,
+	pg.Eval(`Array.from(document.querySelectorAll('#road-bead .cell.bead')).map(e => ({coup: +e.dataset.coup, cls: e.className,
 		text: e.textContent, bg: getComputedStyle(e).backgroundColor, col: e.style.gridColumn, row: e.style.gridRow,
 		bp: e.querySelector('.pair.bp') !== null, pp: e.querySelector('.pair.pp') !== null}))`, &cells)
 	if len(cells) != len(results) {
@@ -1003,20 +871,20 @@ func checkBeadPlate(t *testing.T, pg *page, results []coup.Result) {
 		if got != want {
 			t.Errorf("bead %d: %+v, want %+v", i, got, want)
 		}
-		if colourOf(c.BG) != sideColour[r.Winner] {
-			t.Errorf("bead %d (%s) is %s (%s)", i, r.Winner, colourOf(c.BG), c.BG)
+		if browsertest.Colour(c.BG) != sideColour[r.Winner] {
+			t.Errorf("bead %d (%s) is %s (%s)", i, r.Winner, browsertest.Colour(c.BG), c.BG)
 		}
 	}
 	var dots struct{ BP, PP []string }
-	pg.eval(`({BP: Array.from(document.querySelectorAll('#road-bead .pair.bp')).map(e => getComputedStyle(e).backgroundColor),
+	pg.Eval(`({BP: Array.from(document.querySelectorAll('#road-bead .pair.bp')).map(e => getComputedStyle(e).backgroundColor),
 		PP: Array.from(document.querySelectorAll('#road-bead .pair.pp')).map(e => getComputedStyle(e).backgroundColor)})`, &dots)
 	for _, c := range dots.BP {
-		if colourOf(c) != "red" {
+		if browsertest.Colour(c) != "red" {
 			t.Errorf("banker pair dot is %s", c)
 		}
 	}
 	for _, c := range dots.PP {
-		if colourOf(c) != "blue" {
+		if browsertest.Colour(c) != "blue" {
 			t.Errorf("player pair dot is %s", c)
 		}
 	}
@@ -1026,21 +894,21 @@ func checkBeadPlate(t *testing.T, pg *page, results []coup.Result) {
 // the last ones.
 func visibleWindow(lastCol, capacity int) int { return max(0, lastCol+1-capacity) }
 
-func roadCapacity(t *testing.T, pg *page, id string) int {
+func roadCapacity(t *testing.T, pg *browsertest.Page, id string) int {
 	t.Helper()
 	var capacity int
-	pg.eval(fmt.Sprintf(`+document.getElementById(%q).dataset.capacity`, id), &capacity)
+	pg.Eval(fmt.Sprintf(`+document.getElementById(%q).dataset.capacity`, id), &capacity)
 	return capacity
 }
 
-func checkBigRoad(t *testing.T, pg *page, roads display.RoadsJSON) {
+func checkBigRoad(t *testing.T, pg *browsertest.Page, rd roads.View) {
 	t.Helper()
 	capacity := roadCapacity(t, pg, "road-big")
 	if capacity < 25 {
 		t.Errorf("the big road shows only %d columns on a 1920x1080 screen", capacity)
 	}
 	last := -1
-	for _, c := range roads.Grid.BigRoad {
+	for _, c := range rd.Grid.BigRoad {
 		last = max(last, c.Col)
 	}
 	off := visibleWindow(last, capacity)
@@ -1054,17 +922,17 @@ func checkBigRoad(t *testing.T, pg *page, roads display.RoadsJSON) {
 		Slash  string `json:"slash"`
 	}
 	var cells []seen
-	pg.eval(`Array.from(document.querySelectorAll('#road-big .cell.bigroad')).map(e => ({coup: +e.dataset.coup, cls: e.className, ties: +e.dataset.ties,
+	pg.Eval(`Array.from(document.querySelectorAll('#road-big .cell.bigroad')).map(e => ({coup: +e.dataset.coup, cls: e.className, ties: +e.dataset.ties,
 		col: e.style.gridColumn, row: e.style.gridRow, border: getComputedStyle(e).borderTopColor,
 		slash: e.querySelector('.tie-slash') ? getComputedStyle(e.querySelector('.tie-slash')).backgroundColor : ''}))`, &cells)
-	var want []display.BigRoadCell
-	for _, c := range roads.Grid.BigRoad {
+	var want []roads.BigRoadCell
+	for _, c := range rd.Grid.BigRoad {
 		if c.Col >= off {
 			want = append(want, c)
 		}
 	}
 	if len(cells) != len(want) {
-		t.Fatalf("big road shows %d cells, want %d (capacity %d, %d cells in all)", len(cells), len(want), capacity, len(roads.Grid.BigRoad))
+		t.Fatalf("big road shows %d cells, want %d (capacity %d, %d cells in all)", len(cells), len(want), capacity, len(rd.Grid.BigRoad))
 	}
 	for i, c := range cells {
 		w := want[i]
@@ -1073,16 +941,16 @@ func checkBigRoad(t *testing.T, pg *page, roads display.RoadsJSON) {
 			c.Col != strconv.Itoa(w.Col-off+1) || c.Row != strconv.Itoa(w.Row+1) {
 			t.Errorf("big road cell %d: %+v, want %+v at column %d", i, c, w, w.Col-off+1)
 		}
-		if w.Result != coup.SideTie && colourOf(c.Border) != sideColour[w.Result] {
+		if w.Result != coup.SideTie && browsertest.Colour(c.Border) != sideColour[w.Result] {
 			t.Errorf("big road cell %d (%s) is drawn %s", i, w.Result, c.Border)
 		}
-		if (ties > 0) != (c.Slash != "") || (ties > 0 && colourOf(c.Slash) != "green") {
+		if (ties > 0) != (c.Slash != "") || (ties > 0 && browsertest.Colour(c.Slash) != "green") {
 			t.Errorf("big road cell %d with %d ties has tie slash %q", i, ties, c.Slash)
 		}
 	}
 }
 
-func checkDerived(t *testing.T, pg *page, id string, grid []display.DerivedCell, prop string) {
+func checkDerived(t *testing.T, pg *browsertest.Page, id string, grid []roads.DerivedCell, prop string) {
 	t.Helper()
 	capacity := roadCapacity(t, pg, id)
 	last := -1
@@ -1090,7 +958,7 @@ func checkDerived(t *testing.T, pg *page, id string, grid []display.DerivedCell,
 		last = max(last, c.Col)
 	}
 	off := visibleWindow(last, capacity)
-	var want []display.DerivedCell
+	var want []roads.DerivedCell
 	for _, c := range grid {
 		if c.Col >= off {
 			want = append(want, c)
@@ -1103,7 +971,7 @@ func checkDerived(t *testing.T, pg *page, id string, grid []display.DerivedCell,
 		Colour string `json:"colour"`
 	}
 	var cells []seen
-	pg.eval(fmt.Sprintf(`Array.from(document.querySelectorAll('#%s .cell')).map(e => ({cls: e.firstChild.className, col: e.style.gridColumn, row: e.style.gridRow,
+	pg.Eval(fmt.Sprintf(`Array.from(document.querySelectorAll('#%s .cell')).map(e => ({cls: e.firstChild.className, col: e.style.gridColumn, row: e.style.gridRow,
 		colour: getComputedStyle(e.firstChild).%s}))`, id, prop), &cells)
 	if len(cells) != len(want) {
 		t.Fatalf("%s shows %d marks, want %d (capacity %d)", id, len(cells), len(want), capacity)
@@ -1113,14 +981,14 @@ func checkDerived(t *testing.T, pg *page, id string, grid []display.DerivedCell,
 		if c.Col != strconv.Itoa(w.Col-off+1) || c.Row != strconv.Itoa(w.Row+1) || !strings.HasSuffix(c.Class, " "+w.Colour.String()) {
 			t.Errorf("%s mark %d: %+v, want %+v", id, i, c, w)
 		}
-		if colourOf(c.Colour) != w.Colour.String() {
+		if browsertest.Colour(c.Colour) != w.Colour.String() {
 			t.Errorf("%s mark %d (%s) is drawn %s", id, i, w.Colour, c.Colour)
 		}
 	}
 }
 
 // checkStats counts the results itself and reads the statistics panel.
-func checkStats(t *testing.T, pg *page, results []coup.Result) {
+func checkStats(t *testing.T, pg *browsertest.Page, results []coup.Result) {
 	t.Helper()
 	count := map[coup.Side]int{}
 	pairsB, pairsP, naturals := 0, 0, 0
@@ -1138,56 +1006,56 @@ func checkStats(t *testing.T, pg *page, results []coup.Result) {
 	}
 	for side, name := range map[coup.Side]string{coup.SideBanker: "banker", coup.SidePlayer: "player", coup.SideTie: "tie"} {
 		pct := math.Round(1000*float64(count[side])/float64(len(results))) / 10
-		if got, want := pg.text("#stat-"+name+" .stat-count"), strconv.Itoa(count[side]); got != want {
+		if got, want := pg.Text("#stat-"+name+" .stat-count"), strconv.Itoa(count[side]); got != want {
 			t.Errorf("%s count shown %s, want %s", name, got, want)
 		}
-		if got, want := pg.text("#stat-"+name+" .stat-pct"), fmt.Sprintf("%.1f%%", pct); got != want {
+		if got, want := pg.Text("#stat-"+name+" .stat-pct"), fmt.Sprintf("%.1f%%", pct); got != want {
 			t.Errorf("%s share shown %s, want %s", name, got, want)
 		}
 	}
 	for id, want := range map[string]int{"#stat-banker-pairs b": pairsB, "#stat-player-pairs b": pairsP, "#stat-naturals b": naturals, "#stat-coups b": len(results)} {
-		if got := pg.text(id); got != strconv.Itoa(want) {
+		if got := pg.Text(id); got != strconv.Itoa(want) {
 			t.Errorf("%s shown %s, want %d", id, got, want)
 		}
 	}
 }
 
-func checkPredictions(t *testing.T, pg *page, roads display.RoadsJSON) {
+func checkPredictions(t *testing.T, pg *browsertest.Page, rd roads.View) {
 	t.Helper()
-	for side, p := range map[string]display.DerivedPrediction{"banker": roads.Predict.Banker, "player": roads.Predict.Player} {
+	for side, p := range map[string]roads.DerivedPrediction{"banker": rd.Predict.Banker, "player": rd.Predict.Player} {
 		var marks []struct {
 			Road   string `json:"road"`
 			Colour string `json:"colour"`
 			CSS    string `json:"css"`
 		}
-		pg.eval(fmt.Sprintf(`Array.from(document.querySelectorAll('#predict-%s .mk')).map(e => ({road: e.dataset.road, colour: e.dataset.colour,
+		pg.Eval(fmt.Sprintf(`Array.from(document.querySelectorAll('#predict-%s .mk')).map(e => ({road: e.dataset.road, colour: e.dataset.colour,
 			css: e.classList.contains('bigeye') ? getComputedStyle(e).borderTopColor : getComputedStyle(e).backgroundColor}))`, side), &marks)
-		want := map[string]display.Colour{"big_eye_boy": p.BigEyeBoy, "small_road": p.SmallRoad, "cockroach_pig": p.CockroachPig}
+		want := map[string]roads.Colour{"big_eye_boy": p.BigEyeBoy, "small_road": p.SmallRoad, "cockroach_pig": p.CockroachPig}
 		if len(marks) != 3 {
 			t.Fatalf("%s prediction shows %d marks", side, len(marks))
 		}
 		for _, m := range marks {
 			w := want[m.Road]
-			if w == display.ColourNone {
+			if w == roads.ColourNone {
 				if m.Colour != "" {
 					t.Errorf("%s? %s predicts %q, want nothing", side, m.Road, m.Colour)
 				}
 				continue
 			}
-			if m.Colour != w.String() || colourOf(m.CSS) != w.String() {
+			if m.Colour != w.String() || browsertest.Colour(m.CSS) != w.String() {
 				t.Errorf("%s? %s shows %q drawn %s, want %s", side, m.Road, m.Colour, m.CSS, w)
 			}
 		}
 	}
 }
 
-func checkRecall(t *testing.T, pg *page, recall []coup.CoupRecord) {
+func checkRecall(t *testing.T, pg *browsertest.Page, recall []coup.CoupRecord) {
 	t.Helper()
 	if len(recall) != coup.RecallDepth {
 		t.Fatalf("table recall holds %d coups", len(recall))
 	}
 	newest := recall[len(recall)-1]
-	pg.wait("the recall of the last 10 coups", fmt.Sprintf(`document.querySelectorAll('#recall-table tbody tr').length === 10 && document.querySelector('#recall-table tbody tr').dataset.coup === '%d'`, newest.Coup),
+	pg.WaitFor("the recall of the last 10 coups", fmt.Sprintf(`document.querySelectorAll('#recall-table tbody tr').length === 10 && document.querySelector('#recall-table tbody tr').dataset.coup === '%d'`, newest.Coup),
 		`[document.querySelectorAll('#recall-table tbody tr').length, document.getElementById('recall-note').textContent]`)
 	var rows []struct {
 		Coup  string `json:"coup"`
@@ -1195,7 +1063,7 @@ func checkRecall(t *testing.T, pg *page, recall []coup.CoupRecord) {
 		Text  string `json:"text"`
 		Res   string `json:"res"`
 	}
-	pg.eval(`Array.from(document.querySelectorAll('#recall-table tbody tr')).map(tr => ({coup: tr.dataset.coup,
+	pg.Eval(`Array.from(document.querySelectorAll('#recall-table tbody tr')).map(tr => ({coup: tr.dataset.coup,
 		cards: tr.children[1].querySelectorAll('.c').length, text: tr.children[1].textContent, res: tr.children[4].textContent}))`, &rows)
 	suit := map[coup.Suit]string{coup.Spades: "♠", coup.Hearts: "♥", coup.Diamonds: "♦", coup.Clubs: "♣"}
 	for i, row := range rows {
@@ -1217,7 +1085,7 @@ func checkRecall(t *testing.T, pg *page, recall []coup.CoupRecord) {
 
 // checkEV publishes the exact analysis of a shoe rich in tens and faces
 // (pairs and ties come often) and looks for the advantage warning.
-func checkEV(t *testing.T, f *feeder, pg *page) {
+func checkEV(t *testing.T, f *feeder, pg *browsertest.Page) {
 	t.Helper()
 	shoe, err := coup.NewShoe(8)
 	if err != nil {
@@ -1260,22 +1128,22 @@ func checkEV(t *testing.T, f *feeder, pg *page) {
 	f.pitShoeFixed = b
 	f.mu.Unlock()
 	f.sync()
-	pg.wait("the EV table with the advantage marked", fmt.Sprintf(`document.querySelectorAll('#ev-table tbody tr').length === %d && document.querySelectorAll('#ev-table tbody tr.adv').length === %d && %s`,
-		len(bets), len(adv), visible("banner-advantage")), `[document.querySelectorAll('#ev-table tbody tr').length, document.querySelectorAll('#ev-table tbody tr.adv').length]`)
+	pg.WaitFor("the EV table with the advantage marked", fmt.Sprintf(`document.querySelectorAll('#ev-table tbody tr').length === %d && document.querySelectorAll('#ev-table tbody tr.adv').length === %d && %s`,
+		len(bets), len(adv), browsertest.Visible("banner-advantage")), `[document.querySelectorAll('#ev-table tbody tr').length, document.querySelectorAll('#ev-table tbody tr.adv').length]`)
 	var rows []struct {
 		Bet string `json:"bet"`
 		Adv bool   `json:"adv"`
 		BG  string `json:"bg"`
 		EV  string `json:"ev"`
 	}
-	pg.eval(`Array.from(document.querySelectorAll('#ev-table tbody tr')).map(tr => ({bet: tr.dataset.bet, adv: tr.classList.contains('adv'),
+	pg.Eval(`Array.from(document.querySelectorAll('#ev-table tbody tr')).map(tr => ({bet: tr.dataset.bet, adv: tr.classList.contains('adv'),
 		bg: getComputedStyle(tr.children[0]).backgroundColor, ev: tr.children[3].textContent}))`, &rows)
 	for i, row := range rows {
 		bet := bets[i]
 		if row.Bet != string(bet.Bet) || row.Adv != bet.Advantage {
 			t.Errorf("EV row %d: %+v, want %s advantage %v", i, row, bet.Bet, bet.Advantage)
 		}
-		if bet.Advantage && colourOf(row.BG) != "gold" {
+		if bet.Advantage && browsertest.Colour(row.BG) != "gold" {
 			t.Errorf("advantage row %s is not highlighted: %s", bet.Bet, row.BG)
 		}
 		if bet.EV != nil {
@@ -1294,7 +1162,7 @@ func checkEV(t *testing.T, f *feeder, pg *page) {
 			t.Errorf("unpriced %s shows EV %q", bet.Bet, row.EV)
 		}
 	}
-	detail := pg.text("#advantage-detail")
+	detail := pg.Text("#advantage-detail")
 	for _, a := range adv {
 		name := map[coup.Bet]string{coup.BetTie: "Tie", coup.BetPlayerPair: "Player Pair", coup.BetBankerPair: "Banker Pair"}[a]
 		if name != "" && !strings.Contains(detail, name) {
@@ -1378,7 +1246,7 @@ func TestBrowserController(t *testing.T) {
 	t.Cleanup(func() { conn.Close(time.Second) })
 	pub, err := mqttpub.New(mqttpub.Options{
 		Table: bTable, Topics: topics, Client: conn, Trail: rec.Store(), Config: tc, From: rec.Store().Head().Seq,
-		Driver: "v1", Roads: mqttpub.RoadsOf[display.RoadsJSON](display.NewRoads(), quiet), Logger: quiet,
+		Driver: "v1", Logger: quiet,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -1401,14 +1269,14 @@ func TestBrowserController(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	pg := openPage(ctx, t, b, srv.URL+"/", shots, nil)
+	pg := b.OpenContext(ctx, t, srv.URL+"/", 1920, 1080, nil)
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(bPitUser+":"+bPitPass))
-	pit := openPage(ctx, t, b, srv.URL+"/pit", shots, map[string]string{"Authorization": auth})
+	pit := b.OpenContext(ctx, t, srv.URL+"/pit", 1920, 1080, map[string]string{"Authorization": auth})
 
 	tb := &recorderTable{t: t, ctx: ctx, rec: rec, now: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)}
 	d := newDealer(11)
 	d.startShoe(t, tb)
-	pg.wait("the page to show the controller's table", `document.getElementById('table-state').textContent === 'LIVE' && document.getElementById('phase').textContent === 'PLACE YOUR BETS'`,
+	pg.WaitFor("the page to show the controller's table", `document.getElementById('table-state').textContent === 'LIVE' && document.getElementById('phase').textContent === 'PLACE YOUR BETS'`,
 		`[document.getElementById('conn').dataset.state, document.getElementById('table-state').textContent, document.getElementById('phase').textContent]`)
 	var results []coup.Result
 	for tb.pitView().Phase != coup.PhaseNoShoe {
@@ -1416,24 +1284,24 @@ func TestBrowserController(t *testing.T) {
 		results = append(results, r)
 		d.finish(tb)
 	}
-	pg.wait("the whole shoe on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, len(results)),
+	pg.WaitFor("the whole shoe on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, len(results)),
 		`document.querySelectorAll('#road-bead .cell.bead').length`)
 	checkBeadPlate(t, pg, results)
 	checkStats(t, pg, results)
 	checkRecall(t, pit, rec.Recall())
-	pit.wait("the pit's shoe analysis", `document.getElementById('ev-note').textContent === 'the shoe is over'`, `document.getElementById('ev-note').textContent`)
-	pg.shot("public-shoe-dealt", false)
-	pit.shot("pit-shoe-dealt", true)
+	pit.WaitFor("the pit's shoe analysis", `document.getElementById('ev-note').textContent === 'the shoe is over'`, `document.getElementById('ev-note').textContent`)
+	pg.SaveScreenshot(shots, "public-shoe-dealt", false)
+	pit.SaveScreenshot(shots, "pit-shoe-dealt", true)
 
 	// The broker restarts: the publisher and the page both come back on
 	// their own, and the next shoe shows.
 	br.stop()
-	pg.wait("the page to notice the broker is gone", `document.getElementById('conn').dataset.state !== 'online'`, `document.getElementById('conn').dataset.state`)
+	pg.WaitFor("the page to notice the broker is gone", `document.getElementById('conn').dataset.state !== 'online'`, `document.getElementById('conn').dataset.state`)
 	br.start()
 	d2 := newDealer(12)
 	d2.startShoe(t, tb)
-	for _, p := range []*page{pg, pit} {
-		p.wait("the page to reconnect and show the new shoe", `document.getElementById('conn').dataset.state === 'online' && document.getElementById('shoe-no').textContent === '2' && document.getElementById('phase').textContent === 'PLACE YOUR BETS' && document.querySelectorAll('#road-bead .cell').length === 0`,
+	for _, p := range []*browsertest.Page{pg, pit} {
+		p.WaitFor("the page to reconnect and show the new shoe", `document.getElementById('conn').dataset.state === 'online' && document.getElementById('shoe-no').textContent === '2' && document.getElementById('phase').textContent === 'PLACE YOUR BETS' && document.querySelectorAll('#road-bead .cell').length === 0`,
 			`[document.getElementById('conn').dataset.state, document.getElementById('shoe-no').textContent, document.getElementById('phase').textContent]`)
 	}
 
@@ -1441,7 +1309,7 @@ func TestBrowserController(t *testing.T) {
 	if err := stopPub(); err != nil {
 		t.Errorf("publisher: %v", err)
 	}
-	pg.wait("the OFFLINE banner", visible("banner-offline"), `document.getElementById('table-state').textContent`)
-	pg.noProblems()
-	pit.noProblems()
+	pg.WaitFor("the OFFLINE banner", browsertest.Visible("banner-offline"), `document.getElementById('table-state').textContent`)
+	pg.NoProblems()
+	pit.NoProblems()
 }

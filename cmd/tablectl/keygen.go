@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	signedcmd "github.com/tablectl/tablectl/display/command"
+	signedcmd "github.com/tablectl/tablectl/command"
 )
 
 func init() {

@@ -2,8 +2,11 @@
 // binary whose subcommands run the controller, the shoe simulator, the exact
 // odds, the audit tools and the supervisor's signed commands.
 //
-// This package only parses flags and wires packages together; the logic
-// lives in coup, device, shoeread, audit and display.
+// This package parses flags, prints and calls: the table itself (start-up,
+// the running parts, shutdown, the config file, the demo) is
+// internal/controller, and the logic below it lives in coup, device,
+// shoeread, audit, command and display. The performance harness is a
+// binary of its own, cmd/tablectl-bench.
 package main
 
 import (
@@ -83,23 +86,6 @@ func usage(w io.Writer) {
 func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("tablectl "+name, flag.ContinueOnError)
 	return fs
-}
-
-// readLimited reads a small file from outside, refusing one over max bytes.
-func readLimited(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
-	}
-	return data, nil
 }
 
 // parseFlags parses args, mapping flag errors to errUsage and refusing

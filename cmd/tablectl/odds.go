@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/smallfile"
 )
 
 func init() {
@@ -145,7 +146,7 @@ func loadProfile(name, file string) (coup.Profile, error) {
 		}
 		return p, nil
 	}
-	data, err := readLimited(file, coup.MaxProfileConfig)
+	data, err := smallfile.Read(file, coup.MaxProfileConfig)
 	if err != nil {
 		return coup.Profile{}, fmt.Errorf("--profile-file: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"os"
 	"os/signal"
 	"strings"
@@ -26,20 +25,6 @@ func init() {
 
 // errDiffers makes replay exit non-zero when the trail differs from the rules.
 var errDiffers = errors.New("the trail differs from what the rules derive")
-
-// replayedCoup is one coup as replay prints it.
-type replayedCoup struct {
-	Shoe     int                `json:"shoe"`
-	Coup     int                `json:"coup"`
-	FirstSeq int64              `json:"first_seq"`
-	LastSeq  int64              `json:"last_seq"`
-	Cards    []string           `json:"cards"`
-	Result   *coup.Result       `json:"result,omitempty"`
-	Voided   bool               `json:"voided,omitempty"`
-	Actions  []string           `json:"actions,omitempty"`
-	Alerts   []string           `json:"alerts,omitempty"`
-	Diffs    []audit.Difference `json:"differences,omitempty"`
-}
 
 func runReplay(args []string, stdout io.Writer) error {
 	fs := newFlagSet("replay")
@@ -67,64 +52,11 @@ func runReplay(args []string, stdout io.Writer) error {
 		return republish(ctx, r, *shoe, *broker, *user, *pass, *prefix, *speed, *maxPause, stdout)
 	}
 
-	var coups []*replayedCoup
-	byKey := map[[2]int]*replayedCoup{}
-	get := func(s, c int, seq int64) *replayedCoup {
-		k := [2]int{s, c}
-		rc := byKey[k]
-		if rc == nil {
-			rc = &replayedCoup{Shoe: s, Coup: c, FirstSeq: seq, Cards: []string{}}
-			byKey[k] = rc
-			coups = append(coups, rc)
-		}
-		rc.LastSeq = seq
-		return rc
-	}
-	rp, err := audit.Replay(r.Events(ctx, audit.Query{}), defaultReplayConfig(), audit.ReplayVisitor{
-		Input: func(rec audit.Record, in coup.Input, derived []coup.Event, t *coup.Table) {
-			for _, e := range derived {
-				if e.Coup == 0 {
-					continue
-				}
-				rc := get(e.Shoe, e.Coup, rec.Seq)
-				switch e.Kind {
-				case coup.EvCardDealt:
-					s := e.Card.Card.String()
-					switch {
-					case e.Card.Unreadable:
-						s = "??"
-					case e.Card.Manual:
-						s += "(manual)"
-					}
-					rc.Cards = append(rc.Cards, s)
-				case coup.EvCoupResult:
-					rc.Result = e.Result
-				case coup.EvCoupVoided:
-					rc.Voided = true
-					rc.Actions = append(rc.Actions, "void by "+e.By)
-				case coup.EvCommandDone:
-					if e.Action != coup.ActionVoid {
-						rc.Actions = append(rc.Actions, e.Action+" by "+e.By)
-					}
-				case coup.EvAlert:
-					rc.Alerts = append(rc.Alerts, string(e.Alert.Kind)+": "+e.Alert.Message)
-				}
-			}
-		},
-	})
+	coups, rp, err := audit.ReplayCoups(r.Events(ctx, audit.Query{}), audit.DefaultReplayConfig())
 	if err != nil {
 		return err
 	}
 	diffs := rp.Differences()
-	// Attach each difference to the coup whose rows it falls in.
-	for _, d := range diffs {
-		for _, rc := range coups {
-			if d.Seq >= rc.FirstSeq && d.Seq <= rc.LastSeq {
-				rc.Diffs = append(rc.Diffs, d)
-				break
-			}
-		}
-	}
 	enc := json.NewEncoder(stdout)
 	for _, rc := range coups {
 		if (*shoe != 0 && rc.Shoe != *shoe) || (*coupN != 0 && rc.Coup != *coupN) {
@@ -150,7 +82,7 @@ func runReplay(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func writeReplayedCoup(w io.Writer, rc *replayedCoup) {
+func writeReplayedCoup(w io.Writer, rc *audit.ReplayedCoup) {
 	fmt.Fprintf(w, "shoe %d coup %d  [seq %d-%d]  cards %s", rc.Shoe, rc.Coup, rc.FirstSeq, rc.LastSeq, strings.Join(rc.Cards, " "))
 	if r := rc.Result; r != nil {
 		fmt.Fprintf(w, "  P %s (%d)  B %s (%d)  %s", coup.FormatCards(r.Player), r.PlayerPoint, coup.FormatCards(r.Banker), r.BankerPoint, r.Winner)
@@ -190,69 +122,12 @@ func republish(ctx context.Context, r *audit.Reader, shoe int, broker, user, pas
 	}
 	rows := r.Events(ctx, audit.Query{})
 	if shoe > 0 {
-		rows = shoeRows(rows, shoe)
+		rows = audit.ShoeRows(rows, shoe)
 	}
 	n, err := mqttpub.Republish(ctx, mqttpub.RepublishOptions{Client: conn, Topics: mqttpub.Topics{Prefix: prefix}, Table: r.Table(),
-		Config: defaultReplayConfig(), Speed: speed, MaxPause: maxPause}, rows)
+		Config: audit.DefaultReplayConfig(), Speed: speed, MaxPause: maxPause}, rows)
 	fmt.Fprintf(stdout, "%d rows republished under %s\n", n, prefix)
 	return err
-}
-
-// shoeRows keeps the rows of one shoe: from the input that started it (the
-// row before its shoe_started) to the last row before the next shoe. Every
-// configuration row before it is kept, so the rules are the ones in force.
-func shoeRows(rows iter.Seq2[audit.Record, error], shoe int) iter.Seq2[audit.Record, error] {
-	return func(yield func(audit.Record, error) bool) {
-		var prev, held *audit.Record
-		var cfg []audit.Record
-		started := false
-		for rec, err := range rows {
-			if err != nil {
-				yield(rec, err)
-				return
-			}
-			switch {
-			case !started && rec.Kind == audit.KindConfig:
-				cfg = append(cfg, rec)
-			case !started && rec.Kind == string(coup.EvShoeStarted) && rec.Shoe == int64(shoe):
-				started = true
-				for _, c := range cfg {
-					if !yield(c, nil) {
-						return
-					}
-				}
-				if prev != nil && !yield(*prev, nil) {
-					return
-				}
-				if !yield(rec, nil) {
-					return
-				}
-				continue
-			case started:
-				// An input is held until its first event shows which shoe
-				// it belongs to: the next shoe's new-shoe input is not ours.
-				if rec.Shoe > int64(shoe) {
-					return
-				}
-				if held != nil && !yield(*held, nil) {
-					return
-				}
-				held = nil
-				if coup.IsInput(rec.Kind) {
-					r := rec
-					held = &r
-				} else if !yield(rec, nil) {
-					return
-				}
-				continue
-			}
-			r := rec
-			prev = &r
-		}
-		if held != nil {
-			yield(*held, nil)
-		}
-	}
 }
 
 // openTrail opens the trail named by --db for reading.
@@ -261,13 +136,6 @@ func openTrail(ctx context.Context, db string) (*audit.Reader, error) {
 		return nil, fmt.Errorf("--db is required")
 	}
 	return audit.OpenReader(ctx, db)
-}
-
-// defaultReplayConfig serves until the trail's own ctl.config row, which
-// every trail the controller writes starts with.
-func defaultReplayConfig() coup.TableConfig {
-	p, _ := coup.BuiltinProfile(coup.ProfileClassic)
-	return coup.DefaultTableConfig(p)
 }
 
 func runRecall(args []string, stdout io.Writer) error {
@@ -283,7 +151,7 @@ func runRecall(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer r.Close()
-	rp, err := audit.Replay(r.Events(ctx, audit.Query{}), defaultReplayConfig(), audit.ReplayVisitor{})
+	rp, err := audit.Replay(r.Events(ctx, audit.Query{}), audit.DefaultReplayConfig(), audit.ReplayVisitor{})
 	if err != nil {
 		return err
 	}

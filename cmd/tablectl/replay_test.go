@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 
 var updateReplay = flag.Bool("update-replay", false, "rewrite the replay golden files")
@@ -140,52 +140,14 @@ func TestReplayFlagsDifference(t *testing.T) {
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func TestShoeRows(t *testing.T) {
-	// Two shoes: rows carry the shoe the table was in when they were
-	// written, so the input starting shoe 2 is still marked shoe 1.
-	rows := []audit.Record{
-		{Seq: 1, Kind: audit.KindConfig},
-		{Seq: 2, Kind: audit.KindStart},
-		{Seq: 3, Kind: string(coup.InButton), Shoe: 0},
-		{Seq: 4, Kind: string(coup.EvShoeStarted), Shoe: 1},
-		{Seq: 5, Kind: string(coup.InCard), Shoe: 1},
-		{Seq: 6, Kind: string(coup.EvBurnCard), Shoe: 1},
-		{Seq: 7, Kind: string(coup.InButton), Shoe: 1},
-		{Seq: 8, Kind: string(coup.EvShoeStarted), Shoe: 2},
-		{Seq: 9, Kind: string(coup.InCard), Shoe: 2},
-		{Seq: 10, Kind: string(coup.EvBurnCard), Shoe: 2},
-	}
-	all := func(yield func(audit.Record, error) bool) {
-		for _, r := range rows {
-			if !yield(r, nil) {
-				return
-			}
-		}
-	}
-	for _, tt := range []struct {
-		shoe int
-		want []int64
-	}{{1, []int64{1, 3, 4, 5, 6}}, {2, []int64{1, 7, 8, 9, 10}}, {3, nil}} {
-		var got []int64
-		for r, err := range shoeRows(all, tt.shoe) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, r.Seq)
-		}
-		if !slices.Equal(got, tt.want) {
-			t.Errorf("shoe %d: rows %v, want %v", tt.shoe, got, tt.want)
-		}
-	}
-}
-
 // TestReplayPublish republishes a trail to the broker on 127.0.0.1:1883 and
 // reads the replayed events back under the replay prefix.
 func TestReplayPublish(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trail.db")
 	writeTrail(t, path)
+	url := mqtttest.Shared(t)
 	prefix := fmt.Sprintf("tablectl-test/replay-%d", time.Now().UnixNano())
-	sub, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: "tcp://127.0.0.1:1883", ClientID: "replay-sub-" + prefix[len(prefix)-8:],
+	sub, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: url, ClientID: "replay-sub-" + prefix[len(prefix)-8:],
 		Subscribe: []string{prefix + "/pit/events"}, Inbox: 1024})
 	if err != nil {
 		t.Fatal(err)

@@ -8,14 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/tablectl/tablectl/audit"
+	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
-	signedcmd "github.com/tablectl/tablectl/display/command"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/controller"
+	"github.com/tablectl/tablectl/internal/smallfile"
+	"github.com/tablectl/tablectl/internal/supervisor"
 )
 
 // The supervisor's commands: each signs, sends and waits for its reply.
@@ -37,9 +38,6 @@ func init() {
 	}
 }
 
-// errRefused marks a command the table refused.
-var errRefused = errors.New("refused")
-
 func runSupervise(action string, args []string, stdout io.Writer) error {
 	fs := newFlagSet(action)
 	fs.Usage = func() {
@@ -53,7 +51,7 @@ flags:
 `, action, action)
 		fs.PrintDefaults()
 	}
-	broker := fs.String("broker", "tcp://"+defaultMQTTListen, "MQTT broker `URL`")
+	broker := fs.String("broker", "tcp://"+controller.DefaultMQTTListen, "MQTT broker `URL`")
 	table := fs.String("table", "", "the table `ID` the command is for")
 	prefix := fs.String("prefix", "", "the table's topic `prefix` (default tablectl/<table>)")
 	keyFile := fs.String("key", "", "the supervisor's private key `FILE` (tablectl keygen)")
@@ -74,58 +72,31 @@ flags:
 	if *table == "" || *keyFile == "" {
 		return fmt.Errorf("--table and --key are required")
 	}
-	key, err := audit.LoadPrivateKey(*keyFile)
+	key, name, err := supervisor.LoadKey(*keyFile)
 	if err != nil {
 		return err
 	}
-	name := *as
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(*keyFile), ".key")
+	if *as != "" {
+		name = *as
 	}
-	c := signedcmd.Command{Table: *table, ID: signedcmd.NewID(), Action: action, Supervisor: name,
-		IssuedAt: signedcmd.FormatTime(time.Now()), Coup: *coupNo, Card: strings.ToUpper(*card), From: *from, Reason: *reason}
-	if err := c.Sign(key); err != nil {
-		return err
-	}
-	payload, err := c.Marshal()
-	if err != nil {
-		return err
-	}
-	if *prefix == "" {
-		*prefix = mqttpub.DefaultPrefix(*table)
-	}
-	topics := mqttpub.Topics{Prefix: *prefix}
-	pass := ""
-	if *passFile != "" {
-		b, err := readLimited(*passFile, 4096)
-		if err != nil {
-			return err
-		}
-		pass = strings.TrimRight(string(b), "\r\n")
-	}
-	opt := mqttpub.ConnOptions{Broker: *broker, ClientID: "tablectl-" + action + "-" + c.ID[:8], Username: *user, Password: pass,
-		Subscribe: []string{topics.Topic(mqttpub.TopicCmdReply)}, ConnectTimeout: *timeout,
+	o := supervisor.Options{Broker: *broker, Table: *table, Prefix: *prefix, Key: key, Name: name, Username: *user, Timeout: *timeout,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if *ca != "" || *cert != "" || strings.HasPrefix(*broker, "ssl://") || strings.HasPrefix(*broker, "wss://") {
-		if opt.TLS, err = mqttpub.TLSConfig(*ca, *cert, *certKey); err != nil {
+	if *passFile != "" {
+		if o.Password, err = smallfile.Secret(*passFile); err != nil {
 			return err
 		}
 	}
-	conn, err := mqttpub.Dial(opt)
-	if err != nil {
-		return err
+	if *ca != "" || *cert != "" || strings.HasPrefix(*broker, "ssl://") || strings.HasPrefix(*broker, "wss://") {
+		if o.TLS, err = mqttpub.TLSConfig(*ca, *cert, *certKey); err != nil {
+			return err
+		}
 	}
-	defer conn.Close(100 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	rep, err := mqttpub.SendCommand(ctx, conn, topics, payload, c.ID)
-	if err != nil {
+	rep, err := supervisor.Send(context.Background(), o, supervisor.Request{Action: action, Coup: *coupNo,
+		Card: strings.ToUpper(*card), From: *from, Reason: *reason})
+	if err != nil && !errors.Is(err, supervisor.ErrRefused) {
 		return err
 	}
 	b, _ := json.Marshal(rep)
 	fmt.Fprintf(stdout, "%s\n", b)
-	if rep.Result != signedcmd.Accepted {
-		return fmt.Errorf("%w: %s: %s", errRefused, rep.Code, rep.Reason)
-	}
-	return nil
+	return err
 }

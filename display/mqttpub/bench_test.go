@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display/broker"
-	"github.com/tablectl/tablectl/display/mqtttest"
+	"github.com/tablectl/tablectl/internal/mqttbroker"
+	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 
 // BenchmarkCommitToSubscriber measures one input from the recorder's
@@ -18,7 +18,7 @@ func BenchmarkCommitToSubscriber(b *testing.B) {
 			if name == "mosquitto" {
 				url = mqtttest.Shared(b)
 			} else {
-				br, err := broker.Start(broker.Options{TCP: "127.0.0.1:0", Logger: quiet(), Writer: "tablectl", WriterPassword: "pw"})
+				br, err := mqttbroker.Start(mqttbroker.Options{TCP: "127.0.0.1:0", Logger: quiet(), Writer: "tablectl", WriterPassword: "pw"})
 				if err != nil {
 					b.Fatal(err)
 				}

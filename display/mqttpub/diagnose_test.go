@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablectl/tablectl/display/mqtttest"
+	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 
 // debugSettled logs what keeps a subscriber from having settled.

@@ -10,18 +10,17 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display/command"
 )
 
-// Roads keeps public/roads. Apply sees every row the publisher applies, in
+// roadKeeper keeps public/roads. Apply sees every row the publisher applies, in
 // order, with the table as that row's commit left it, and says whether the
 // roads changed; Payload encodes them as they are now. The two are apart
 // because a publisher that has fallen behind applies many rows between two
 // publishes of the retained topics, and encoding a whole shoe's roads for
-// each coup it will not publish is waste. RoadsOf makes one from a
-// scoreboard.
-type Roads interface {
+// each coup it will not publish is waste.
+type roadKeeper interface {
 	Apply(rec audit.Record, t *coup.Table) (changed bool)
 	Payload() ([]byte, error)
 }
@@ -35,7 +34,7 @@ type engine struct {
 	table  string
 	driver string
 	state  string // "online" or "replay"
-	roads  Roads
+	roads  roadKeeper
 	log    *slog.Logger
 
 	rp  *audit.Replayer
@@ -58,7 +57,7 @@ type engine struct {
 	auditRaised bool
 }
 
-func newEngine(topics Topics, table, driver, state string, cfg coup.TableConfig, roads Roads, log *slog.Logger) (*engine, error) {
+func newEngine(topics Topics, table, driver, state string, cfg coup.TableConfig, log *slog.Logger) (*engine, error) {
 	rp, err := audit.NewReplayer(cfg, audit.ReplayVisitor{})
 	if err != nil {
 		return nil, err
@@ -67,7 +66,7 @@ func newEngine(topics Topics, table, driver, state string, cfg coup.TableConfig,
 		log = slog.Default()
 	}
 	return &engine{
-		topics: topics, table: table, driver: driver, state: state, roads: roads, log: log,
+		topics: topics, table: table, driver: driver, state: state, roads: newRoads(log), log: log,
 		rp: rp, last: map[string][]byte{}, roadsJSON: []byte("{}"), shoeDue: true,
 		advantage: map[coup.Bet]Alert{},
 	}, nil

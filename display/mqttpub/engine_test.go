@@ -61,7 +61,7 @@ func scenarioTrail(t *testing.T) []audit.Record {
 // scenarioMessages runs the scenario's rows through an engine, as the
 // publisher does with a commit at a time, and returns every message.
 func scenarioMessages(t *testing.T, rows []audit.Record) (events, stream []Message, retained map[string][]byte) {
-	e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), nil, quiet())
+	e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestEventsAreTheTrail(t *testing.T) {
 // published house edges (Wizard of Odds, 8 decks): Banker 1.0579%,
 // Player 1.2351%, Tie 8:1 14.3596%, Player Pair 11:1 10.3614%.
 func TestFreshShoeOdds(t *testing.T) {
-	e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), nil, quiet())
+	e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestFreshShoeOdds(t *testing.T) {
 // advantage alert is raised for each (without suspending the table), and
 // the end of the shoe resolves them.
 func TestAdvantageAlert(t *testing.T) {
-	e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), nil, quiet())
+	e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display/broker"
-	"github.com/tablectl/tablectl/display/command"
-	"github.com/tablectl/tablectl/display/mqtttest"
+	"github.com/tablectl/tablectl/internal/mqttbroker"
+	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -89,7 +89,7 @@ func brokers(t *testing.T) map[string]func(t *testing.T) string {
 	return map[string]func(t *testing.T) string{
 		"mosquitto": func(t *testing.T) string { return mqtttest.Shared(t) },
 		"embedded": func(t *testing.T) string {
-			b, err := broker.Start(broker.Options{TCP: "127.0.0.1:0", Logger: quiet(),
+			b, err := mqttbroker.Start(mqttbroker.Options{TCP: "127.0.0.1:0", Logger: quiet(),
 				Writer: "tablectl", WriterPassword: "pw", OpenTopics: []string{"tablectl-test/+/cmd"}})
 			if err != nil {
 				t.Fatal(err)

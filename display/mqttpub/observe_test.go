@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display/command"
 )
 
 // heldClient is a broker that acknowledges nothing until the test says so.
@@ -185,7 +185,7 @@ func TestWaitingBeforeRunWithoutFrom(t *testing.T) {
 // A summary of refusals is a notice on pit/alerts, and calls for no reply.
 func TestRefusalSummaryAlert(t *testing.T) {
 	topics := Topics{Prefix: "tablectl/BAC-07"}
-	e, err := newEngine(topics, tableID, "v1", "online", vipConfig(t), nil, quiet())
+	e, err := newEngine(topics, tableID, "v1", "online", vipConfig(t), quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

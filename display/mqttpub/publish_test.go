@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display/command"
-	"github.com/tablectl/tablectl/display/mqtttest"
+	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 
 // wait bounds every wait in these tests; it only guards against a hang.

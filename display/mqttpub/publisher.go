@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display/command"
 )
 
 // Trail is the audit trail as the publisher reads it back (*audit.Store).
@@ -43,10 +43,8 @@ type Options struct {
 	Window int
 	// MaxResync caps the rows one resync sends; 0 is 100000.
 	MaxResync int64
-	// Roads keeps public/roads; nil publishes {}.
-	Roads  Roads
-	Clock  audit.Clock
-	Logger *slog.Logger
+	Clock     audit.Clock
+	Logger    *slog.Logger
 	// ObservePublish hears, for each row published from a live commit, how
 	// long it took from Commit to the broker's acknowledgement of every
 	// message the row called for (PUBACK at QoS 1), for the metrics. Rows
@@ -132,7 +130,7 @@ func New(opt Options) (*Publisher, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	eng, err := newEngine(opt.Topics, opt.Table, opt.Driver, "online", opt.Config, opt.Roads, opt.Logger)
+	eng, err := newEngine(opt.Topics, opt.Table, opt.Driver, "online", opt.Config, opt.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,6 @@ type RepublishOptions struct {
 	Clock    Clock
 	// Window is how many publishes may be unacknowledged; 0 is 256.
 	Window int
-	Roads  Roads
 	Logger *slog.Logger
 }
 
@@ -80,7 +79,7 @@ func Republish(ctx context.Context, opt RepublishOptions, rows iter.Seq2[audit.R
 	if opt.Window <= 0 {
 		opt.Window = 256
 	}
-	eng, err := newEngine(opt.Topics, opt.Table, "", "replay", opt.Config, opt.Roads, opt.Logger)
+	eng, err := newEngine(opt.Topics, opt.Table, "", "replay", opt.Config, opt.Logger)
 	if err != nil {
 		return 0, err
 	}

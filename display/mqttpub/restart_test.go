@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display/broker"
-	"github.com/tablectl/tablectl/display/command"
-	"github.com/tablectl/tablectl/display/mqtttest"
+	"github.com/tablectl/tablectl/internal/mqttbroker"
+	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 
 // restartable is a broker a test can kill and bring back on the same
@@ -29,10 +29,10 @@ func restartables() map[string]func(t *testing.T) restartable {
 			return restartable{url: m.URL, stop: m.Stop, start: m.Start}
 		},
 		"embedded": func(t *testing.T) restartable {
-			opt := broker.Options{TCP: "127.0.0.1:0", Logger: quiet(), Writer: "tablectl", WriterPassword: "pw",
+			opt := mqttbroker.Options{TCP: "127.0.0.1:0", Logger: quiet(), Writer: "tablectl", WriterPassword: "pw",
 				OpenTopics: []string{"tablectl-test/+/cmd"}}
 			var mu sync.Mutex
-			b, err := broker.Start(opt)
+			b, err := mqttbroker.Start(opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +52,7 @@ func restartables() map[string]func(t *testing.T) restartable {
 				start: func() {
 					mu.Lock()
 					defer mu.Unlock()
-					nb, err := broker.Start(opt)
+					nb, err := mqttbroker.Start(opt)
 					if err != nil {
 						t.Fatal(err)
 					}

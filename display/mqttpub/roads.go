@@ -8,35 +8,43 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/coup/roads"
 )
 
-// Scoreboard is a shoe's roads as public/roads shows them (display.Roads).
-type Scoreboard[T any] interface {
+// scoreboard is what the publisher tells the roads: *roads.Board, or a
+// recorder in tests.
+type scoreboard interface {
 	Add(coupNo int, r coup.Result) error
 	Void(coupNo int) bool
 	Reset()
-	Snapshot() T
 }
 
-// RoadsOf feeds a scoreboard from the table: a coup goes on the roads once
-// its result is final (every card revealed, so the roads never show the
-// public a result before the cards), a voided coup comes off, and a new
-// shoe starts them empty. The payload is the snapshot in JSON.
-func RoadsOf[T any](board Scoreboard[T], log *slog.Logger) Roads {
+// newRoads keeps public/roads on a roads.Board.
+func newRoads(log *slog.Logger) *roadsFeed {
+	b := roads.New()
+	return feedRoads(b, func() any { return b.Snapshot() }, log)
+}
+
+// feedRoads feeds a scoreboard from the table: a coup goes on the roads
+// once its result is final (every card revealed, so the roads never show
+// the public a result before the cards), a voided coup comes off, and a new
+// shoe starts them empty. The payload is snapshot() in JSON.
+func feedRoads(board scoreboard, snapshot func() any, log *slog.Logger) *roadsFeed {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &scoreboardRoads[T]{board: board, log: log, pending: map[int]coup.Result{}}
+	return &roadsFeed{board: board, snapshot: snapshot, log: log, pending: map[int]coup.Result{}}
 }
 
-type scoreboardRoads[T any] struct {
-	board   Scoreboard[T]
-	log     *slog.Logger
-	shoe    int
-	pending map[int]coup.Result // complete coups whose cards are not all revealed yet
+type roadsFeed struct {
+	board    scoreboard
+	snapshot func() any
+	log      *slog.Logger
+	shoe     int
+	pending  map[int]coup.Result // complete coups whose cards are not all revealed yet
 }
 
-func (r *scoreboardRoads[T]) Apply(rec audit.Record, t *coup.Table) bool {
+func (r *roadsFeed) Apply(rec audit.Record, t *coup.Table) bool {
 	changed := false
 	if t.ShoeNumber() != r.shoe {
 		r.board.Reset()
@@ -82,6 +90,6 @@ func (r *scoreboardRoads[T]) Apply(rec audit.Record, t *coup.Table) bool {
 	return changed
 }
 
-func (r *scoreboardRoads[T]) Payload() ([]byte, error) {
-	return json.Marshal(r.board.Snapshot())
+func (r *roadsFeed) Payload() ([]byte, error) {
+	return json.Marshal(r.snapshot())
 }

@@ -59,18 +59,25 @@ func (b *board) Void(n int) bool {
 	b.calls = append(b.calls, fmt.Sprintf("void %d", n))
 	return true
 }
-func (b *board) Reset()             { b.calls = append(b.calls, "reset") }
-func (b *board) Snapshot() []string { return slices.Clone(b.calls) }
+func (b *board) Reset() { b.calls = append(b.calls, "reset") }
 
-// TestRoadsOf: a coup reaches the roads only once its cards are revealed,
-// a voided coup leaves them, a new shoe empties them, and public/roads
-// carries the snapshot.
-func TestRoadsOf(t *testing.T) {
-	b := &board{}
-	e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), RoadsOf[[]string](b, quiet()), quiet())
+// engineOn is an engine whose roads are b.
+func engineOn(t *testing.T, b *board, cfg coup.TableConfig) *engine {
+	t.Helper()
+	e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", cfg, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.roads = feedRoads(b, func() any { return slices.Clone(b.calls) }, quiet())
+	return e
+}
+
+// TestRoads: a coup reaches the roads only once its cards are revealed,
+// a voided coup leaves them, a new shoe empties them, and public/roads
+// carries the snapshot.
+func TestRoads(t *testing.T) {
+	b := &board{}
+	e := engineOn(t, b, vipConfig(t))
 	f := newFeeder(t, e, vipConfig(t))
 	f.feed(shoeStart()...)
 	c := aCoup()
@@ -109,18 +116,15 @@ func deadline(t *testing.T, f *feeder) (at time.Time) {
 	return d
 }
 
-// TestRoadsOfNoResultTime: with no result time the table opens the next
+// TestRoadsNoResultTime: with no result time the table opens the next
 // coup in the very commit that reveals the last one; the coup still goes
 // on the roads.
-func TestRoadsOfNoResultTime(t *testing.T) {
+func TestRoadsNoResultTime(t *testing.T) {
 	for _, reveal := range []string{coup.RevealButton, coup.RevealImmediate} {
 		cfg := vipConfig(t)
 		cfg.ResultTime, cfg.Reveal = 0, reveal
 		b := &board{}
-		e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", cfg, RoadsOf[[]string](b, quiet()), quiet())
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := engineOn(t, b, cfg)
 		f := newFeeder(t, e, cfg)
 		f.feed(shoeStart()...)
 		f.feed(aCoup()...)

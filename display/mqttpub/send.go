@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tablectl/tablectl/display/command"
+	"github.com/tablectl/tablectl/command"
 )
 
 // SendCommand publishes a signed command on the table's cmd topic and waits

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/tablectl/tablectl/internal/bench"
+	"github.com/tablectl/tablectl/internal/testenv"
+)
+
+// TestBenchQuick runs `tablectl-bench --quick` against the real parts (a
+// pseudo-terminal, SQLite files, a Mosquitto it starts, a `tablectl run`
+// child of the tablectl it builds from this checkout, as a user's run
+// would) and checks that the table has every row, each with a result and a
+// verdict, so the command cannot rot unnoticed. It asserts no speed: the
+// goals are the benchmark's to judge, not a test's.
+func TestBenchQuick(t *testing.T) {
+	testenv.Command(t, "mosquitto", "mosquitto") // the bench starts its own
+	testenv.Long(t, "tablectl-bench --quick builds tablectl and runs every benchmark at tiny sizes")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--quick"}, &out, &errOut); code != 0 {
+		t.Fatalf("tablectl-bench --quick: exit %d\nstderr:\n%s\nstdout:\n%s", code, errOut.String(), out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"Machine: ", "| what | result | goal | pass/fail |", "Details:"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	want := []string{
+		"Card to display (PTY → reader → audit commit → MQTT QoS 1 subscriber)",
+		"Floor: one SQLite FULL commit + one QoS 1 publish to subscriber, no controller",
+		"Throughput, whole path: paced at the goal, then at full speed",
+		"Audit verify",
+		"Audit replay",
+		"Exact odds after each coup (coup.Analyze)",
+		"Start-up on a long trail (verify + rebuild)",
+		"Resident memory, simulated 12-hour session",
+		"CPU time, simulated 12-hour session",
+	}
+	var rows [][]string
+	for _, l := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(l, "| ") || strings.HasPrefix(l, "| what |") || strings.HasPrefix(l, "| --- |") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(l, "| "), " | ")
+		if len(cells) != 4 {
+			t.Fatalf("row %q: %d cells, want 4", l, len(cells))
+		}
+		rows = append(rows, cells)
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), text)
+	}
+	for i, r := range rows {
+		if r[0] != want[i] {
+			t.Errorf("row %d is %q, want %q", i+1, r[0], want[i])
+		}
+		if r[1] == "" || strings.HasPrefix(r[1], "error") || r[2] == "" {
+			t.Errorf("row %q: result %q, goal %q", r[0], r[1], r[2])
+		}
+		switch r[3] {
+		case bench.VerdictPass, bench.VerdictFail, bench.VerdictInfo:
+		default:
+			t.Errorf("row %q: verdict %q", r[0], r[3])
+		}
+	}
+}
+
+// TestBenchOnly: --only runs the parts named and prints their rows alone;
+// a part that does not exist is refused.
+func TestBenchOnly(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--quick", "--only", "odds"}, &out, &errOut); code != 0 {
+		t.Fatalf("tablectl-bench --quick --only odds: exit %d\nstderr:\n%s", code, errOut.String())
+	}
+	var rows []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| what |") && !strings.HasPrefix(l, "| --- |") {
+			rows = append(rows, l)
+		}
+	}
+	if len(rows) != 1 || !strings.HasPrefix(rows[0], "| Exact odds after each coup") {
+		t.Fatalf("rows %q, want the odds row alone:\n%s", rows, out.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"--only", "odds,speed"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), `no part "speed"`) {
+		t.Fatalf("--only speed: exit %d, stderr %q; want a refusal naming it", code, errOut.String())
+	}
+}

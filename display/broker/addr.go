@@ -1,8 +1,0 @@
-package broker
-
-import (
-	"errors"
-	"syscall"
-)
-
-func isAddrInUse(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }

@@ -1,0 +1,328 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/smallfile"
+	"github.com/tablectl/tablectl/shoeread"
+)
+
+// MaxConfig bounds the controller's config file.
+const MaxConfig = 256 << 10
+
+// Config is the controller's config file (deploy/tablectl.json is the
+// documented example).
+type Config struct {
+	// TableID names the table in the trail, checkpoints and topics.
+	TableID string `json:"table_id"`
+	// Profile is a built-in profile's name ("vip") or a profile config
+	// object (a built-in and overrides; see coup.ParseProfile).
+	Profile json.RawMessage `json:"profile"`
+	Table   TableSection    `json:"table"`
+	Shoe    ShoeSection     `json:"shoe"`
+	Audit   AuditSection    `json:"audit"`
+	HTTP    HTTPSection     `json:"http"`
+	// MQTT is publishing and commands. Without the section (or with no
+	// broker in it) the controller runs the embedded broker; "disabled"
+	// turns MQTT off.
+	MQTT *MQTTSection `json:"mqtt"`
+}
+
+// MQTTSection is the broker the table publishes to and takes commands from
+// (docs/mqtt.md).
+type MQTTSection struct {
+	// Disabled turns MQTT off altogether.
+	Disabled bool `json:"disabled,omitempty"`
+	// Broker is the broker's URL: tcp://host:1883, ssl://host:8883,
+	// ws://host/mqtt, wss://...; empty runs the embedded broker.
+	Broker string `json:"broker"`
+	// Listen and WSListen are the embedded broker's TCP and WebSocket
+	// addresses ("off" leaves the WebSocket listener out).
+	Listen   string `json:"listen"`
+	WSListen string `json:"ws_listen"`
+	// Prefix is the topic prefix; default tablectl/<table_id>.
+	Prefix string `json:"prefix"`
+	// ClientID defaults to tablectl-<table_id>.
+	ClientID string `json:"client_id"`
+	Username string `json:"username"`
+	// PasswordFile holds the broker password (one line), so the config
+	// file holds no secret.
+	PasswordFile string `json:"password_file"`
+	// CAFile is the PEM bundle that signs the broker's certificate;
+	// CertFile and KeyFile a client certificate, if the broker wants one.
+	CAFile   string `json:"ca_file"`
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	// Keyring is the supervisors' public keys (deploy/supervisors.json);
+	// without one every command is refused.
+	Keyring string `json:"keyring"`
+	// CommandWindow is how far a command's issued_at may be from the
+	// controller's clock; default 2m.
+	CommandWindow device.Duration `json:"command_window"`
+	// Queue is how many commits wait for the publisher before it reads
+	// them back from the trail; default 4096.
+	Queue int `json:"queue"`
+}
+
+// Defaults of the embedded broker: beside, not on, the standard ports, so
+// that it never collides with a Mosquitto on the same machine.
+const (
+	DefaultMQTTListen   = "127.0.0.1:1884"
+	DefaultMQTTWSListen = "127.0.0.1:8084"
+)
+
+// TableSection is the house procedure around the coup.
+type TableSection struct {
+	Burn             string          `json:"burn"`                // first_card, fixed, none
+	BurnCount        int             `json:"burn_count"`          // for fixed
+	BurnDoneByButton *bool           `json:"burn_done_by_button"` // default true
+	CutCard          string          `json:"cut_card"`            // one_more, finish
+	Reveal           string          `json:"reveal"`              // button, immediate
+	BettingTime      device.Duration `json:"betting_time"`        // 0: button or game server closes betting
+	ResultTime       device.Duration `json:"result_time"`         // default 3s
+}
+
+// ShoeSection is the shoe: its protocol and its port.
+type ShoeSection struct {
+	Driver string        `json:"driver"` // v1, beetek
+	Port   device.Config `json:"port"`
+}
+
+// AuditSection is the trail and its checkpoint key.
+type AuditSection struct {
+	Path string `json:"path"`
+	// CheckpointKey is the Ed25519 private key (PEM) that signs checkpoints;
+	// keep it outside the trail's directory. Empty writes no checkpoints.
+	CheckpointKey   string `json:"checkpoint_key"`
+	CheckpointEvery int64  `json:"checkpoint_every"`
+}
+
+// HTTPSection is the controller's read-only HTTP endpoints.
+type HTTPSection struct {
+	Listen string `json:"listen"` // e.g. 127.0.0.1:8080; empty serves none
+	// The web display, served at / with MQTT on. BrowserWS is the broker's
+	// MQTT-over-WebSocket URL as a browser reaches it (default: the embedded
+	// broker's; with an external broker, set it or the page is not served).
+	BrowserWS string `json:"browser_ws"`
+	// DisplayUser/DisplayPasswordFile and PitBrokerUser/PitBrokerPasswordFile
+	// are the broker logins the public page and the pit view use (the
+	// Mosquitto ACL's display and pit users); empty on the embedded broker.
+	DisplayUser           string `json:"display_user"`
+	DisplayPasswordFile   string `json:"display_password_file"`
+	PitBrokerUser         string `json:"pit_broker_user"`
+	PitBrokerPasswordFile string `json:"pit_broker_password_file"`
+	// PitUser and PitPasswordFile guard the pit view (/pit) and /recall with
+	// HTTP basic auth; without them the pit view is off.
+	PitUser         string `json:"pit_user"`
+	PitPasswordFile string `json:"pit_password_file"`
+}
+
+// LoadConfig reads and parses the config file at path (at most MaxConfig
+// bytes); relative paths in it are taken from its folder.
+func LoadConfig(path string) (Config, coup.TableConfig, error) {
+	data, err := smallfile.Read(path, MaxConfig)
+	if err != nil {
+		return Config{}, coup.TableConfig{}, err
+	}
+	c, tc, err := ParseConfig(data, filepath.Dir(path))
+	if err != nil {
+		return Config{}, coup.TableConfig{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, tc, nil
+}
+
+// MQTTOverride is what the command line says of MQTT (tablectl run's
+// --broker, --mqtt-listen and --mqtt-ws-listen).
+type MQTTOverride struct {
+	Broker, Listen, WSListen string
+}
+
+// OverrideMQTT puts what the command line says of MQTT over the config
+// file's mqtt section: a broker URL, or the embedded broker's TCP and
+// WebSocket addresses (empty strings leave the file's). Either turns MQTT
+// on when the file has no section.
+func (c *Config) OverrideMQTT(o MQTTOverride) error {
+	broker, listen, wsListen := o.Broker, o.Listen, o.WSListen
+	if broker == "" && listen == "" && wsListen == "" {
+		return nil
+	}
+	if c.MQTT == nil {
+		// The flags turn MQTT on, as the section would.
+		c.MQTT = &MQTTSection{}
+		if err := c.MQTT.Complete(c.TableID, ""); err != nil {
+			return err
+		}
+	}
+	if broker != "" {
+		if listen != "" || wsListen != "" {
+			return fmt.Errorf("--mqtt-listen and --mqtt-ws-listen are for the embedded broker, not with --broker")
+		}
+		c.MQTT.Broker, c.MQTT.Listen, c.MQTT.WSListen = broker, "", ""
+		return nil
+	}
+	if c.MQTT.Broker != "" {
+		return fmt.Errorf("the config file names a broker (mqtt.broker); --mqtt-listen and --mqtt-ws-listen are for the embedded one")
+	}
+	if listen != "" {
+		c.MQTT.Listen = listen
+	}
+	if wsListen != "" {
+		c.MQTT.WSListen = wsListen
+	}
+	return nil
+}
+
+// ParseConfig reads a config document strictly: unknown fields are errors.
+// Relative paths are taken from dir (the config file's folder).
+func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, coup.TableConfig{}, fmt.Errorf("config: %w", err)
+	}
+	if dec.More() {
+		return c, coup.TableConfig{}, errors.New("config: text after the JSON document")
+	}
+	var errs []error
+	if c.TableID == "" {
+		errs = append(errs, errors.New("table_id is required"))
+	}
+	p, err := profileOf(c.Profile)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("profile: %w", err))
+	}
+	tc := coup.DefaultTableConfig(p)
+	if c.Table.Burn != "" {
+		tc.Burn = c.Table.Burn
+	}
+	tc.BurnCount = c.Table.BurnCount
+	if c.Table.BurnDoneByButton != nil {
+		tc.BurnDoneByButton = *c.Table.BurnDoneByButton
+	}
+	if c.Table.CutCard != "" {
+		tc.CutCard = c.Table.CutCard
+	}
+	if c.Table.Reveal != "" {
+		tc.Reveal = c.Table.Reveal
+	}
+	tc.BettingTime = time.Duration(c.Table.BettingTime)
+	if c.Table.ResultTime != 0 {
+		tc.ResultTime = time.Duration(c.Table.ResultTime)
+	}
+	if err == nil {
+		if err := tc.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("table: %w", err))
+		}
+	}
+	if c.Shoe.Driver == "" {
+		c.Shoe.Driver = "v1"
+	}
+	if _, err := shoeread.New(c.Shoe.Driver); err != nil {
+		errs = append(errs, fmt.Errorf("shoe.driver: %w", err))
+	}
+	c.Shoe.Port = c.Shoe.Port.WithDefaults()
+	if err := c.Shoe.Port.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("shoe.port: %w", err))
+	}
+	if c.Audit.Path == "" {
+		errs = append(errs, errors.New("audit.path is required"))
+	}
+	c.Audit.Path = under(dir, c.Audit.Path)
+	c.HTTP.DisplayPasswordFile = under(dir, c.HTTP.DisplayPasswordFile)
+	c.HTTP.PitBrokerPasswordFile = under(dir, c.HTTP.PitBrokerPasswordFile)
+	c.HTTP.PitPasswordFile = under(dir, c.HTTP.PitPasswordFile)
+	if (c.HTTP.PitUser == "") != (c.HTTP.PitPasswordFile == "") {
+		errs = append(errs, errors.New("http.pit_user and http.pit_password_file go together"))
+	}
+	c.Audit.CheckpointKey = under(dir, c.Audit.CheckpointKey)
+	if c.Audit.CheckpointEvery < 0 {
+		errs = append(errs, errors.New("audit.checkpoint_every must not be negative"))
+	}
+	if c.Audit.CheckpointEvery == 0 {
+		c.Audit.CheckpointEvery = 1000
+	}
+	// No broker configured: the embedded one, so the table is never dark.
+	if c.MQTT == nil {
+		c.MQTT = &MQTTSection{}
+	}
+	if c.MQTT.Disabled {
+		c.MQTT = nil
+	}
+	if c.MQTT != nil {
+		errs = append(errs, c.MQTT.Complete(c.TableID, dir))
+	}
+	return c, tc, errors.Join(errs...)
+}
+
+// Complete fills in the defaults and checks the section; relative paths
+// are taken from dir.
+func (m *MQTTSection) Complete(table, dir string) error {
+	var errs []error
+	if m.Broker == "" {
+		if m.Listen == "" {
+			m.Listen = DefaultMQTTListen
+		}
+		if m.WSListen == "" {
+			m.WSListen = DefaultMQTTWSListen
+		}
+	} else if m.Listen != "" || m.WSListen != "" {
+		errs = append(errs, errors.New("mqtt: listen and ws_listen are for the embedded broker; with mqtt.broker set, leave them out"))
+	}
+	if m.Prefix == "" {
+		m.Prefix = mqttpub.DefaultPrefix(table)
+	}
+	if err := mqttpub.CheckPrefix(m.Prefix); err != nil {
+		errs = append(errs, fmt.Errorf("mqtt.prefix: %w", err))
+	}
+	if m.ClientID == "" {
+		m.ClientID = "tablectl-" + table
+	}
+	if m.CommandWindow < 0 {
+		errs = append(errs, errors.New("mqtt.command_window must not be negative"))
+	}
+	if m.CommandWindow == 0 {
+		m.CommandWindow = device.Duration(signedcmd.DefaultWindow)
+	}
+	if m.Queue < 0 {
+		errs = append(errs, errors.New("mqtt.queue must not be negative"))
+	}
+	m.PasswordFile = under(dir, m.PasswordFile)
+	m.CAFile = under(dir, m.CAFile)
+	m.CertFile = under(dir, m.CertFile)
+	m.KeyFile = under(dir, m.KeyFile)
+	m.Keyring = under(dir, m.Keyring)
+	return errors.Join(errs...)
+}
+
+func under(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// profileOf reads the profile field: a name, or a profile config object.
+func profileOf(raw json.RawMessage) (coup.Profile, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return coup.Profile{}, errors.New("is required: a built-in name or a profile config")
+	}
+	if raw[0] == '"' {
+		var name string
+		if err := json.Unmarshal(raw, &name); err != nil {
+			return coup.Profile{}, err
+		}
+		return coup.BuiltinProfile(name)
+	}
+	return coup.ParseProfile(raw)
+}

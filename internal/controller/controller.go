@@ -1,0 +1,584 @@
+package controller
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/display"
+	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/metrics"
+	"github.com/tablectl/tablectl/internal/mqttbroker"
+	"github.com/tablectl/tablectl/internal/smallfile"
+	"github.com/tablectl/tablectl/shoeread"
+)
+
+// Controller wires one table: the shoe's port, its protocol reader, the
+// recorder that owns the table and the trail, the HTTP endpoints and the
+// metrics, and MQTT: the broker (embedded or not), the publisher and the
+// signed commands.
+type Controller struct {
+	cfg  Config
+	log  *slog.Logger
+	rec  *audit.Recorder
+	link *device.Link
+	// handler is the HTTP endpoints, served on ln when http.listen is set.
+	handler http.Handler
+	http    *http.Server
+	ln      net.Listener
+	metrics *metrics.Metrics
+
+	// readerMu serialises the reader: the link's goroutine decodes, a
+	// scrape reads its counters.
+	readerMu sync.Mutex
+	reader   *shoeread.Reader
+
+	broker   *mqttbroker.Broker // the embedded broker, nil with one configured
+	conn     *mqttpub.Conn
+	pub      *mqttpub.Publisher
+	commands *signedcmd.Handler
+
+	webPitPassword string // the demo's generated pit password
+}
+
+// Hooks let callers (the demo, tests, MQTT) see commits.
+type Hooks struct {
+	OnCommit       func(audit.Commit)
+	OnWriteFailure func(error, coup.View)
+	Clock          audit.Clock
+	DeviceClock    device.Clock
+	// WebPitPassword is the pit view's password when it comes from the
+	// caller (the demo makes one) rather than http.pit_password_file.
+	WebPitPassword string
+}
+
+// RunFile is `tablectl run`: it loads the config file at path, puts o over
+// its mqtt section, starts the table and runs it until ctx is done.
+func RunFile(ctx context.Context, path string, o MQTTOverride, log *slog.Logger) error {
+	c, tc, err := LoadConfig(path)
+	if err != nil {
+		return err
+	}
+	if err := c.OverrideMQTT(o); err != nil {
+		return err
+	}
+	log = log.With("table", c.TableID)
+	if c.MQTT == nil {
+		log.Warn("MQTT is off (mqtt.disabled): nothing is published and no command is taken")
+	}
+	ctl, err := Start(ctx, c, tc, log, Hooks{})
+	if err != nil {
+		return err
+	}
+	log.Info("controller running", "shoe_port", c.Shoe.Port.Path, "driver", c.Shoe.Driver, "trail", c.Audit.Path, "http", c.HTTP.Listen,
+		"mqtt", ctl.BrokerURL(), "topics", ctl.TopicPrefix())
+	return ctl.Run(ctx)
+}
+
+// Start verifies the trail and rebuilds the table from it, and
+// only then opens the shoe's port.
+func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger, hooks Hooks) (*Controller, error) {
+	var key ed25519.PrivateKey
+	if c.Audit.CheckpointKey != "" {
+		k, err := audit.LoadPrivateKey(c.Audit.CheckpointKey)
+		if err != nil {
+			return nil, fmt.Errorf("audit.checkpoint_key: %w", err)
+		}
+		key = k
+	}
+	m := metrics.New()
+	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword}
+	// The publisher is made once the trail is open; nothing is committed
+	// before then.
+	var pub *mqttpub.Publisher
+	onCommit := func(cm audit.Commit) {
+		for _, r := range cm.Records {
+			log.Info("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
+		}
+		m.Commit(cm)
+		if pub != nil {
+			pub.Commit(cm)
+		}
+		if hooks.OnCommit != nil {
+			hooks.OnCommit(cm)
+		}
+	}
+	onFail := func(err error, v coup.View) {
+		log.Error("table suspended: the audit trail cannot be written", "err", err)
+		m.WriteFailure(err)
+		if pub != nil {
+			pub.WriteFailure(err, v)
+		}
+		if hooks.OnWriteFailure != nil {
+			hooks.OnWriteFailure(err, v)
+		}
+	}
+	rec, err := audit.OpenRecorder(ctx, c.Audit.Path, audit.RecorderOptions{
+		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: c.Audit.CheckpointEvery,
+		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctl.rec = rec
+	fail := func(err error) (*Controller, error) {
+		ctl.closeMQTT()
+		rec.Close()
+		return nil, err
+	}
+	if c.MQTT != nil {
+		if pub, err = ctl.startMQTT(ctx, tc, hooks.Clock); err != nil {
+			return fail(err)
+		}
+	}
+	drv, err := shoeread.New(c.Shoe.Driver)
+	if err != nil {
+		return fail(err)
+	}
+	ctl.reader = shoeread.NewReader(drv)
+	// Sentences the shoe sent while the controller was down show as a gap.
+	if last := rec.LastShoeSeq(); last > 0 {
+		ctl.reader.Sequencer().Resume(last)
+	}
+	ctl.link, err = device.NewLink(c.Shoe.Port, device.Options{
+		OnData: ctl.onData, OnState: ctl.onState, Logger: log, Clock: hooks.DeviceClock,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if err := ctl.watch(); err != nil {
+		return fail(err)
+	}
+	if c.HTTP.Listen != "" {
+		ln, err := net.Listen("tcp", c.HTTP.Listen)
+		if err != nil {
+			return fail(fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err))
+		}
+		ctl.ln = ln
+		ctl.http = &http.Server{Handler: ctl.handler, ReadHeaderTimeout: 5 * time.Second}
+	}
+	return ctl, nil
+}
+
+// watch hands the running parts to the metrics and makes the HTTP
+// endpoints, /health and /metrics among them.
+func (ctl *Controller) watch() error {
+	src := metrics.Sources{Link: ctl.link, Sequence: ctl.sequenceStats, Table: ctl.rec}
+	ep := display.Endpoints{ShoeLink: ctl.shoeLinkState, Metrics: ctl.metrics.Handler()}
+	if ctl.conn != nil {
+		src.Broker, src.Backlog = ctl.conn, ctl.pub
+		ep.Broker = ctl.brokerState
+	}
+	if err := ctl.metrics.Watch(src); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	ctl.handler = display.NewHandler(ctl.rec, ep)
+	return ctl.mountWeb()
+}
+
+// mountWeb serves the web display in front of the endpoints when the table
+// publishes over MQTT and a browser can reach the broker's WebSocket.
+func (ctl *Controller) mountWeb() error {
+	h := ctl.cfg.HTTP
+	if ctl.cfg.MQTT == nil {
+		return nil
+	}
+	ws := h.BrowserWS
+	if ws == "" && ctl.broker != nil {
+		ws = ctl.broker.WSURL()
+	}
+	if ws == "" {
+		ctl.log.Warn("web display off: set http.browser_ws to the broker's WebSocket URL as browsers reach it")
+		return nil
+	}
+	secret := func(flag, path string) (string, error) {
+		if path == "" {
+			return "", nil
+		}
+		s, err := smallfile.Secret(path)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", flag, err)
+		}
+		return s, nil
+	}
+	wc := display.WebConfig{Table: ctl.cfg.TableID, BrokerWS: ws, Prefix: ctl.cfg.MQTT.Prefix, Recall: ctl.rec,
+		Public: display.WebLogin{Username: h.DisplayUser}, Pit: display.WebLogin{Username: h.PitBrokerUser}, PitUser: h.PitUser}
+	var err error
+	if wc.Public.Password, err = secret("http.display_password_file", h.DisplayPasswordFile); err != nil {
+		return err
+	}
+	if wc.Pit.Password, err = secret("http.pit_broker_password_file", h.PitBrokerPasswordFile); err != nil {
+		return err
+	}
+	if wc.PitPassword, err = secret("http.pit_password_file", h.PitPasswordFile); err != nil {
+		return err
+	}
+	if ctl.webPitPassword != "" {
+		wc.PitPassword = ctl.webPitPassword
+	}
+	web, err := display.WebHandler(wc, ctl.handler)
+	if err != nil {
+		return fmt.Errorf("web display: %w", err)
+	}
+	ctl.handler = web
+	return nil
+}
+
+// sequenceStats reads the reader's sequence counters for a scrape.
+func (ctl *Controller) sequenceStats() shoeread.SequenceStats {
+	ctl.readerMu.Lock()
+	defer ctl.readerMu.Unlock()
+	return ctl.reader.Sequencer().Stats()
+}
+
+// shoeLinkState names the shoe link's state for /health.
+func (ctl *Controller) shoeLinkState() string {
+	if s := ctl.link.Status().State; s != 0 {
+		return s.String()
+	}
+	return "starting" // the port not yet tried
+}
+
+// brokerState names the broker connection's state for /health.
+func (ctl *Controller) brokerState() string {
+	if up, _ := ctl.conn.Connection(); up {
+		return "connected"
+	}
+	return "disconnected"
+}
+
+// submit records one input; failures are already reported by the recorder.
+func (ctl *Controller) submit(in coup.Input) {
+	if _, err := ctl.rec.Submit(context.Background(), in); err != nil {
+		ctl.log.Warn("input not recorded", "input", in.String(), "err", err)
+	}
+}
+
+func (ctl *Controller) onData(p []byte) {
+	ctl.readerMu.Lock()
+	evs := ctl.reader.Decode(p)
+	ctl.readerMu.Unlock()
+	ctl.metrics.ShoeEvents(evs)
+	var ins []coup.Input
+	for _, ev := range evs {
+		if ev.Kind == shoeread.KindProtocolError {
+			ctl.log.Warn("shoe protocol error", "reason", shoeread.Reason(ev.Err), "err", ev.Err, "rejected_bytes", ev.Rejected, "raw", ev.Raw)
+		}
+		if in, ok := ev.Input(time.Time{}); ok {
+			ins = append(ins, in)
+		}
+	}
+	// Everything one read of the port brought is committed together: one
+	// fsync for a burst of sentences (group commit), none applied unless all
+	// are recorded.
+	if _, err := ctl.rec.SubmitBatch(context.Background(), ins); err != nil {
+		ctl.log.Warn("shoe inputs not recorded", "inputs", len(ins), "err", err)
+	}
+}
+
+func (ctl *Controller) onState(s device.Status) {
+	in := coup.Input{Kind: coup.InLink}
+	switch s.State {
+	case device.Connected:
+		in.Link = coup.LinkConnected
+	case device.Silent:
+		in.Link = coup.LinkSilent
+	default:
+		in.Link = coup.LinkDisconnected
+	}
+	if s.Err != nil {
+		in.Reason = s.Err.Error()
+	}
+	// Stopping is not the shoe going away.
+	if errors.Is(s.Err, device.ErrStopped) {
+		return
+	}
+	ctl.log.Info("shoe link", "state", s.State, "port", s.Port, "err", s.Err)
+	ctl.submit(in)
+}
+
+// shutdownGrace is how long run waits for its parts to stop once its
+// context is done. Each part stops on cancellation in well under a second;
+// one that does not is a bug, and the trail is crash-safe, so run gives up
+// on a clean close rather than hang a supervisor's restart.
+const shutdownGrace = 10 * time.Second
+
+// Run runs the shoe link, the table's timers and the HTTP endpoints until
+// ctx is done, then signs a last checkpoint and closes the trail.
+func (ctl *Controller) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var parts runningParts
+	parts.start("shoe link", func() { ctl.link.Run(ctx) })
+	parts.start("table timers", func() { ctl.rec.RunTimers(ctx, time.After) })
+	if ctl.pub != nil {
+		parts.start("mqtt publisher", func() {
+			if err := ctl.pub.Run(ctx); err != nil {
+				ctl.log.Error("mqtt publisher stopped", "err", err)
+			}
+		})
+		parts.start("command taker", func() { ctl.takeCommands(ctx) })
+	}
+	if ctl.http != nil {
+		parts.start("http", func() {
+			if err := ctl.http.Serve(ctl.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				ctl.log.Error("http", "err", err)
+			}
+		})
+		go func() {
+			<-ctx.Done()
+			sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
+			defer c()
+			ctl.http.Shutdown(sctx)
+		}()
+	}
+	<-ctx.Done()
+	if stuck := parts.wait(shutdownGrace); len(stuck) > 0 {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		ctl.log.Error("parts of the controller did not stop; leaving without closing the trail (it is crash-safe)",
+			"parts", stuck, "grace", shutdownGrace, "goroutines", string(buf))
+		return fmt.Errorf("stop: %s did not stop within %s", strings.Join(stuck, ", "), shutdownGrace)
+	}
+	ctl.closeMQTT()
+	return ctl.rec.Close()
+}
+
+// runningParts are the goroutines run starts, by name, so that a stop
+// that hangs says which part hangs.
+type runningParts struct {
+	mu      sync.Mutex
+	running map[string]bool
+	wg      sync.WaitGroup
+}
+
+func (p *runningParts) start(name string, f func()) {
+	p.mu.Lock()
+	if p.running == nil {
+		p.running = make(map[string]bool)
+	}
+	p.running[name] = true
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() {
+			p.mu.Lock()
+			delete(p.running, name)
+			p.mu.Unlock()
+		}()
+		f()
+	}()
+}
+
+// wait waits up to grace for every part to return and names those that
+// did not, sorted.
+func (p *runningParts) wait(grace time.Duration) []string {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(grace):
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Sorted(maps.Keys(p.running))
+}
+
+// Flag names that choose the embedded broker's addresses, for errors.
+const (
+	flagMQTTListen   = "--mqtt-listen (mqtt.listen in the config file)"
+	flagMQTTWSListen = "--mqtt-ws-listen (mqtt.ws_listen in the config file)"
+)
+
+// startMQTT starts the embedded broker when none is configured, connects,
+// and makes the publisher and the command handler. The recorder is open.
+func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clock audit.Clock) (*mqttpub.Publisher, error) {
+	m := ctl.cfg.MQTT
+	log := ctl.log.With("part", "mqtt")
+	topics := mqttpub.Topics{Prefix: m.Prefix}
+	url, user, pass := m.Broker, m.Username, ""
+	if m.PasswordFile != "" {
+		var err error
+		if pass, err = smallfile.Secret(m.PasswordFile); err != nil {
+			return nil, fmt.Errorf("mqtt.password_file: %w", err)
+		}
+	}
+	if url == "" {
+		// The embedded broker: only the controller, with a password made
+		// now, writes anything but commands.
+		var secret [16]byte
+		rand.Read(secret[:])
+		user, pass = "tablectl", hex.EncodeToString(secret[:])
+		ws := m.WSListen
+		if ws == "off" {
+			ws = ""
+		}
+		b, err := mqttbroker.Start(mqttbroker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,
+			Writer: user, WriterPassword: pass, OpenTopics: []string{topics.Topic(mqttpub.TopicCmd)}, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		ctl.broker = b
+		url = b.URL()
+		log.Info("embedded MQTT broker listening", "tcp", b.URL(), "ws", b.WSURL())
+	}
+	var tlsCfg *tls.Config
+	if m.CAFile != "" || m.CertFile != "" || strings.HasPrefix(url, "ssl://") || strings.HasPrefix(url, "tls://") ||
+		strings.HasPrefix(url, "mqtts://") || strings.HasPrefix(url, "wss://") {
+		t, err := mqttpub.TLSConfig(m.CAFile, m.CertFile, m.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg = t
+	}
+	conn, err := mqttpub.Dial(mqttpub.ConnOptions{
+		Broker: url, ClientID: m.ClientID, Username: user, Password: pass, TLS: tlsCfg,
+		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(ctl.cfg.TableID),
+		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Inbox: commandInbox, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctl.conn = conn
+
+	keys, err := loadKeyring(m.Keyring)
+	if err != nil {
+		return nil, err
+	}
+	if keys.Len() == 0 {
+		log.Warn("no supervisor keys (mqtt.keyring): every command will be refused")
+	}
+	ver, err := signedcmd.NewVerifier(signedcmd.VerifierOptions{Table: ctl.cfg.TableID, Keys: keys,
+		Window: time.Duration(m.CommandWindow), Clock: clock})
+	if err != nil {
+		return nil, err
+	}
+	if n, err := ver.Restore(ctx, ctl.rec.Store()); err != nil {
+		return nil, fmt.Errorf("read recent command ids from the trail: %w", err)
+	} else if n > 0 {
+		log.Info("command ids remembered from the trail", "ids", n)
+	}
+	pub, err := mqttpub.New(mqttpub.Options{
+		Table: ctl.cfg.TableID, Topics: topics, Client: conn, Trail: ctl.rec.Store(), Config: tc,
+		From: thisStart(ctx, ctl.rec.Store()), Driver: ctl.cfg.Shoe.Driver, Queue: m.Queue, Clock: clock,
+		Logger:         log,
+		ObservePublish: ctl.metrics.ObservePublish,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctl.pub = pub
+	ctl.commands = &signedcmd.Handler{Verifier: ver, Recorder: ctl.rec, Replier: pub, Clock: clock, Logger: log,
+		Observe: func(o signedcmd.Outcome) { ctl.metrics.Command(o.Result, o.Code, o.Summarised) }}
+	return pub, nil
+}
+
+// commandInbox is how many received commands may wait for the handler
+// before more are dropped (and counted): enough to ride out the fsyncs of
+// a burst of refusals during a flood without dropping a real command, at
+// most 2 MiB of payloads (each is cut at signedcmd.MaxBytes+1).
+const commandInbox = 256
+
+// loadKeyring reads the keyring, or makes an empty one when none is set.
+func loadKeyring(path string) (*signedcmd.Keyring, error) {
+	if path == "" {
+		return signedcmd.ParseKeyring([]byte(`{"keys":[]}`))
+	}
+	k, err := signedcmd.LoadKeyring(path)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt.keyring: %w", err)
+	}
+	return k, nil
+}
+
+// thisStart is the first row this run of the controller wrote: the start
+// row, and the configuration row just before it when the configuration
+// changed. Publishing begins there; earlier rows are on the trail for
+// anyone who asks for a resync.
+func thisStart(ctx context.Context, st *audit.Store) int64 {
+	head := st.Head().Seq
+	if head < 2 {
+		return 1
+	}
+	for rec, err := range st.Events(ctx, audit.Query{From: head - 1, To: head - 1}) {
+		if err == nil && rec.Kind == audit.KindConfig {
+			return head - 1
+		}
+	}
+	return head
+}
+
+// takeCommands hands the commands that arrive on cmd to the handler, one
+// at a time and in order, and writes each summary of refusals beyond the
+// limit when it falls due, the last on the way out (the trail is still
+// open: run closes it after this returns).
+func (ctl *Controller) takeCommands(ctx context.Context) {
+	defer ctl.commands.Flush(context.WithoutCancel(ctx))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-ctl.conn.Messages():
+			ctl.commands.Handle(ctx, m.Payload, m.Size)
+		case <-ctl.commands.SummaryTimer():
+			ctl.commands.Flush(ctx)
+		}
+	}
+}
+
+// closeMQTT disconnects and stops the embedded broker, if they run.
+func (ctl *Controller) closeMQTT() {
+	if ctl.conn != nil {
+		ctl.conn.Close(500 * time.Millisecond)
+	}
+	if ctl.broker != nil {
+		ctl.broker.Close()
+	}
+}
+
+// Recorder is the table's recorder: its trail, its table, its failures.
+func (ctl *Controller) Recorder() *audit.Recorder { return ctl.rec }
+
+// Publisher is the MQTT publisher (nil without MQTT).
+func (ctl *Controller) Publisher() *mqttpub.Publisher { return ctl.pub }
+
+// Link is the shoe's serial link.
+func (ctl *Controller) Link() *device.Link { return ctl.link }
+
+// BrokerURL is where the table publishes ("" without MQTT).
+func (ctl *Controller) BrokerURL() string {
+	switch {
+	case ctl.broker != nil:
+		return ctl.broker.URL()
+	case ctl.cfg.MQTT != nil:
+		return ctl.cfg.MQTT.Broker
+	}
+	return ""
+}
+
+// TopicPrefix is the table's topic prefix ("" without MQTT).
+func (ctl *Controller) TopicPrefix() string {
+	if ctl.cfg.MQTT == nil {
+		return ""
+	}
+	return ctl.cfg.MQTT.Prefix
+}

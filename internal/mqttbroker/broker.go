@@ -1,0 +1,318 @@
+// Package mqttbroker is the MQTT broker tablectl runs inside itself when no
+// broker is configured (github.com/mochi-mqtt/server/v2), so a controller,
+// a demo or a developer's laptop works with nothing else installed. It
+// listens on loopback, over TCP and WebSocket. Anyone who can reach it may
+// subscribe and may publish commands; only the controller, which logs in
+// with a password made at start, may publish anything else.
+//
+// In production the table runs Mosquitto (deploy/mosquitto/) instead.
+package mqttbroker
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// Options configure the embedded broker.
+type Options struct {
+	// TCP and WS are the listen addresses ("127.0.0.1:1884"; port 0 picks a
+	// free one); "" leaves that listener out.
+	TCP, WS string
+	// TCPFlag and WSFlag name the flags that choose the addresses, so a
+	// taken port can say how to pick another.
+	TCPFlag, WSFlag string
+	// Writer and WriterPassword are the credentials of the one client that
+	// may publish on every topic (the controller).
+	Writer, WriterPassword string
+	// OpenTopics are the topics any client may publish to (the command
+	// topic): names or MQTT filters ("tablectl/+/cmd").
+	OpenTopics []string
+	// MaxPacket bounds one MQTT packet; 0 is 4 MiB.
+	MaxPacket uint32
+	Logger    *slog.Logger
+}
+
+// Broker is a running embedded broker.
+type Broker struct {
+	srv     *mqtt.Server
+	tcpAddr string
+	wsAddr  string
+	closed  atomic.Bool
+}
+
+// ErrAddrInUse reports a listen address that is taken.
+var ErrAddrInUse = errors.New("address already in use")
+
+// Start starts the broker's listeners. A port already taken is an error
+// that names the flag picking another.
+func Start(opt Options) (*Broker, error) {
+	if opt.TCP == "" && opt.WS == "" {
+		return nil, errors.New("embedded MQTT broker: no listener")
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if opt.MaxPacket == 0 {
+		opt.MaxPacket = 4 << 20
+	}
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = opt.MaxPacket
+	srv := mqtt.New(&mqtt.Options{
+		Capabilities: caps,
+		// The broker's own chatter is debug detail for tablectl.
+		Logger:                 log.With("component", "mqtt-broker"),
+		SysTopicResendInterval: 60,
+	})
+	if err := srv.AddHook(&accessHook{opt: opt}, nil); err != nil {
+		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
+	}
+	b := &Broker{srv: srv}
+	if opt.TCP != "" {
+		l := listeners.NewTCP(listeners.Config{ID: "tcp", Address: opt.TCP})
+		if err := srv.AddListener(l); err != nil {
+			srv.Close()
+			return nil, listenErr("TCP", opt.TCP, opt.TCPFlag, err)
+		}
+		b.tcpAddr = l.Address()
+	}
+	if opt.WS != "" {
+		l := &wsListener{id: "ws", address: opt.WS}
+		if err := srv.AddListener(l); err != nil {
+			srv.Close()
+			return nil, listenErr("WebSocket", opt.WS, opt.WSFlag, err)
+		}
+		b.wsAddr = l.Address()
+	}
+	if err := srv.Serve(); err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
+	}
+	return b, nil
+}
+
+func listenErr(what, addr, flag string, err error) error {
+	if flag == "" {
+		flag = "the listen address"
+	}
+	if isAddrInUse(err) {
+		return fmt.Errorf("embedded MQTT broker: %s listener: %s is already in use (%w); pick another address with %s", what, addr, ErrAddrInUse, flag)
+	}
+	return fmt.Errorf("embedded MQTT broker: %s listener on %s: %w (set it with %s)", what, addr, err, flag)
+}
+
+// TCPAddr is the TCP listener's address, "" without one.
+func (b *Broker) TCPAddr() string { return b.tcpAddr }
+
+// WSAddr is the WebSocket listener's address, "" without one.
+func (b *Broker) WSAddr() string { return b.wsAddr }
+
+// URL is the broker's TCP address as paho takes it ("tcp://127.0.0.1:1884").
+func (b *Broker) URL() string {
+	if b.tcpAddr == "" {
+		return ""
+	}
+	return "tcp://" + b.tcpAddr
+}
+
+// WSURL is the WebSocket address as a browser client takes it.
+func (b *Broker) WSURL() string {
+	if b.wsAddr == "" {
+		return ""
+	}
+	return "ws://" + b.wsAddr + "/mqtt"
+}
+
+// Close disconnects every client and stops the listeners.
+func (b *Broker) Close() error {
+	if !b.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return b.srv.Close()
+}
+
+// accessHook lets anyone read and publish the open topics, and the writer
+// everything.
+type accessHook struct {
+	mqtt.HookBase
+	opt Options
+}
+
+func (h *accessHook) ID() string { return "tablectl-access" }
+
+func (h *accessHook) Provides(b byte) bool {
+	return b == mqtt.OnConnectAuthenticate || b == mqtt.OnACLCheck
+}
+
+func (h *accessHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	if string(pk.Connect.Username) != h.opt.Writer || h.opt.Writer == "" {
+		return true // a reader: it may not write outside the open topics
+	}
+	return subtle.ConstantTimeCompare(pk.Connect.Password, []byte(h.opt.WriterPassword)) == 1 && h.opt.WriterPassword != ""
+}
+
+func (h *accessHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
+	if !write {
+		return true
+	}
+	if h.opt.Writer != "" && bytes.Equal(cl.Properties.Username, []byte(h.opt.Writer)) {
+		return true
+	}
+	return slices.ContainsFunc(h.opt.OpenTopics, func(f string) bool { return matches(f, topic) })
+}
+
+// matches reports whether an MQTT topic filter matches a topic name.
+func matches(filter, topic string) bool {
+	fs, ts := strings.Split(filter, "/"), strings.Split(topic, "/")
+	for i, f := range fs {
+		switch {
+		case f == "#":
+			return true
+		case i >= len(ts):
+			return false
+		case f != "+" && f != ts[i]:
+			return false
+		}
+	}
+	return len(fs) == len(ts)
+}
+
+// wsListener serves MQTT over WebSocket. Unlike mochi's own, it binds its
+// port in Init, so a taken port is an error at start, and port 0 works.
+type wsListener struct {
+	id, address string
+	ln          net.Listener
+	srv         *http.Server
+	log         *slog.Logger
+	once        sync.Once
+	upgrader    websocket.Upgrader
+
+	mu          sync.Mutex
+	establishFn listeners.EstablishFn
+}
+
+func (l *wsListener) ID() string       { return l.id }
+func (l *wsListener) Protocol() string { return "ws" }
+func (l *wsListener) Address() string {
+	if l.ln != nil {
+		return l.ln.Addr().String()
+	}
+	return l.address
+}
+
+func (l *wsListener) Init(log *slog.Logger) error {
+	l.log = log
+	ln, err := net.Listen("tcp", l.address)
+	if err != nil {
+		return err
+	}
+	l.ln = ln
+	l.upgrader = websocket.Upgrader{
+		Subprotocols: []string{"mqtt"},
+		// Browsers on any page may connect: the broker is on loopback and
+		// grants readers nothing the ACL does not.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		c, err := l.upgrader.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if err := l.establish(l.id, &wsConn{Conn: c.UnderlyingConn(), c: c}); err != nil {
+			l.log.Debug("websocket client", "err", err)
+		}
+	})
+	// Made here, not in Serve, so Close never races with Serve.
+	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return nil
+}
+
+func (l *wsListener) Serve(establish listeners.EstablishFn) {
+	l.mu.Lock()
+	l.establishFn = establish
+	l.mu.Unlock()
+	if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		l.log.Error("websocket listener stopped", "err", err)
+	}
+}
+
+func (l *wsListener) establish(id string, c net.Conn) error {
+	l.mu.Lock()
+	f := l.establishFn
+	l.mu.Unlock()
+	if f == nil {
+		c.Close()
+		return errors.New("websocket listener not serving yet")
+	}
+	return f(id, c)
+}
+
+func (l *wsListener) Close(closeClients listeners.CloseFn) {
+	l.once.Do(func() {
+		closeClients(l.id)
+		if l.srv != nil {
+			l.srv.Close()
+		}
+		if l.ln != nil {
+			l.ln.Close()
+		}
+	})
+}
+
+// wsConn carries MQTT bytes in binary WebSocket messages.
+type wsConn struct {
+	net.Conn
+	c *websocket.Conn
+	r io.Reader
+}
+
+func (ws *wsConn) Read(p []byte) (int, error) {
+	for {
+		if ws.r == nil {
+			op, r, err := ws.c.NextReader()
+			if err != nil {
+				return 0, err
+			}
+			if op != websocket.BinaryMessage {
+				return 0, errors.New("websocket: MQTT needs binary messages")
+			}
+			ws.r = r
+		}
+		n, err := ws.r.Read(p)
+		if errors.Is(err, io.EOF) {
+			ws.r = nil
+			if n == 0 {
+				continue
+			}
+			return n, nil
+		}
+		return n, err
+	}
+}
+
+func (ws *wsConn) Write(p []byte) (int, error) {
+	if err := ws.c.WriteMessage(websocket.BinaryMessage, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (ws *wsConn) Close() error { return ws.c.Close() }
