@@ -118,18 +118,6 @@ var hexValue = func() (t [256]byte) {
 	return t
 }()
 
-// Clock is where the store gets the time of each row and checkpoint; tests
-// substitute their own.
-type Clock interface {
-	Now() time.Time
-}
-
-// SystemClock is the wall clock.
-type SystemClock struct{}
-
-// Now returns time.Now.
-func (SystemClock) Now() time.Time { return time.Now() }
-
 // Errors the store returns; test with errors.Is.
 var (
 	// ErrWriteFailed: the trail could not be written (disk full, read-only

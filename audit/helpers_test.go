@@ -7,29 +7,16 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/clock"
 )
 
-// stepClock starts at a fixed instant and moves on by step at every call,
-// so rows get distinct, reproducible times.
-type stepClock struct {
-	mu   sync.Mutex
-	t    time.Time
-	step time.Duration
-}
-
-func newStepClock() *stepClock {
-	return &stepClock{t: time.Date(2025, 3, 14, 15, 9, 26, 535897000, time.UTC), step: 1500 * time.Millisecond}
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.t
-	c.t = c.t.Add(c.step)
-	return t
+// newStepClock starts at a fixed instant and moves on by 1.5 s at every
+// reading, so rows get distinct, reproducible times.
+func newStepClock() *clock.Fake {
+	return clock.NewStepping(time.Date(2025, 3, 14, 15, 9, 26, 535897000, time.UTC), 1500*time.Millisecond)
 }
 
 // testKey is a fixed Ed25519 key (RFC 8032 test 1 seed), so golden files

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/coup"
 )
 
@@ -24,7 +26,7 @@ type RecorderOptions struct {
 	// it differs from the one the trail last recorded.
 	Config coup.TableConfig
 	// Clock stamps inputs and rows; nil is the system clock.
-	Clock Clock
+	Clock clock.Clock
 	// Key signs checkpoints; CheckpointEvery is how often (events).
 	Key             ed25519.PrivateKey
 	CheckpointEvery int64
@@ -56,7 +58,7 @@ type Commit struct {
 // nothing is published or acted on that is not recorded first.
 type Recorder struct {
 	opt   RecorderOptions
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 	store *Store
 
@@ -83,9 +85,7 @@ var ErrTrailDiffers = errors.New("trail differs from what the rules derive")
 // or whose rows differ from what the rules derive, is refused: the
 // controller must not deal on a record it cannot trust.
 func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recorder, error) {
-	if opt.Clock == nil {
-		opt.Clock = SystemClock{}
-	}
+	opt.Clock = clock.Or(opt.Clock)
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
@@ -110,7 +110,7 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	if err != nil {
 		return nil, err
 	}
-	r := &Recorder{opt: opt, clock: opt.Clock, log: opt.Logger, store: st, changed: make(chan struct{}, 1)}
+	r := &Recorder{opt: opt, clock: clock.Or(opt.Clock), log: opt.Logger, store: st, changed: make(chan struct{}, 1)}
 	if err := r.rebuild(ctx); err != nil {
 		st.Close()
 		return nil, err
@@ -389,25 +389,32 @@ func (r *Recorder) Close() error {
 }
 
 // RunTimers feeds the table a tick whenever a deadline it set passes
-// (betting time, result time), until ctx is done. after makes the timer:
-// time.After in production, a fake in tests.
-func (r *Recorder) RunTimers(ctx context.Context, after func(time.Duration) <-chan time.Time) error {
+// (betting time, result time), until ctx is done. It waits on the
+// recorder's clock.
+func (r *Recorder) RunTimers(ctx context.Context) error {
+	fire := r.clock.NewTimer(time.Hour)
+	fire.Stop()
+	retry := r.clock.NewTicker(OutageRetry)
+	defer func() { fire.Stop(); retry.Stop() }()
 	for {
-		var fire, retry <-chan time.Time
 		deadline, ok := r.Deadline()
+		fireC, retryC := (<-chan time.Time)(nil), (<-chan time.Time)(nil)
 		if ok {
-			fire = after(max(0, deadline.Sub(r.clock.Now())))
+			fire.Reset(max(0, deadline.Sub(r.clock.Now())))
+			fireC = fire.C()
+		} else {
+			fire.Stop()
 		}
 		if r.Failing() != nil {
-			retry = after(OutageRetry)
+			retryC = retry.C()
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-r.changed:
-		case <-retry:
+		case <-retryC:
 			r.RetryTrail(ctx)
-		case <-fire:
+		case <-fireC:
 			// A timer may fire a hair early by the clock: the tick is
 			// stamped no earlier than the deadline it is for.
 			at := r.clock.Now()

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/coup"
 )
 
@@ -260,15 +262,14 @@ func TestRecorderTimers(t *testing.T) {
 	committed := make(chan Commit, 100)
 	cfg := vipConfig(t)
 	cfg.BettingTime = 20 * time.Second
-	r, err := OpenRecorder(ctx, path, RecorderOptions{Table: "T1", Config: cfg, Clock: newStepClock(), Logger: quietLogger(),
+	clk := clock.NewFake(time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC))
+	r, err := OpenRecorder(ctx, path, RecorderOptions{Table: "T1", Config: cfg, Clock: clk, Logger: quietLogger(),
 		OnCommit: func(c Commit) { committed <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	fire := make(chan time.Time)
-	asked := make(chan time.Duration, 10)
-	go r.RunTimers(ctx, func(d time.Duration) <-chan time.Time { asked <- d; return fire })
+	go r.RunTimers(ctx)
 	for _, in := range shoeScript(t)[:6] { // new shoe, burn, burn done: betting opens
 		if _, err := r.Submit(ctx, in); err != nil {
 			t.Fatal(err)
@@ -277,19 +278,23 @@ func TestRecorderTimers(t *testing.T) {
 	for len(committed) > 0 {
 		<-committed
 	}
-	select {
-	case d := <-asked:
-		if d <= 0 || d > 20*time.Second {
-			t.Fatalf("timer for %v", d)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no timer set for the betting time")
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	due, err := clk.WaitArmed(wctx, cfg.BettingTime)
+	if err != nil {
+		t.Fatalf("no timer set for the betting time: %v", err)
 	}
-	fire <- time.Now()
+	clk.Advance(cfg.BettingTime - time.Millisecond)
 	select {
 	case c := <-committed:
-		if c.Input.Kind != coup.InTick || c.Public.Phase != coup.PhaseBettingClosed {
-			t.Fatalf("tick commit %+v", c.Public)
+		t.Fatalf("committed %s before the betting time was up", c.Input.Kind)
+	case <-time.After(50 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case c := <-committed:
+		if c.Input.Kind != coup.InTick || c.Public.Phase != coup.PhaseBettingClosed || !c.Input.At.Equal(due) {
+			t.Fatalf("tick commit %s at %v, phase %s; want a tick at %v closing betting", c.Input.Kind, c.Input.At, c.Public.Phase, due)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("tick not committed")

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -29,7 +31,7 @@ type Options struct {
 	// recorded in an existing trail.
 	Table string
 	// Clock stamps rows and checkpoints; nil is the system clock.
-	Clock Clock
+	Clock clock.Clock
 	// Key signs checkpoints; nil writes none.
 	Key ed25519.PrivateKey
 	// CheckpointEvery makes Append sign a checkpoint, in the same
@@ -55,7 +57,7 @@ type Options struct {
 type Store struct {
 	path  string
 	table string
-	clock Clock
+	clock clock.Clock
 	key   ed25519.PrivateKey
 	every int64
 	log   *slog.Logger
@@ -90,13 +92,10 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	}
 	s := &Store{
 		path:  path,
-		clock: opt.Clock,
+		clock: clock.Or(opt.Clock),
 		key:   opt.Key,
 		every: opt.CheckpointEvery,
 		log:   opt.Logger,
-	}
-	if s.clock == nil {
-		s.clock = SystemClock{}
 	}
 	if s.log == nil {
 		s.log = slog.Default()

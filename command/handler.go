@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 )
@@ -129,19 +131,18 @@ type Handler struct {
 	Verifier *Verifier
 	Recorder Recorder
 	Replier  Replier
-	Clock    audit.Clock
-	Logger   *slog.Logger
+	// Clock stamps replies and times summaries; nil is the wall clock.
+	Clock  clock.Clock
+	Logger *slog.Logger
 	// Limit bounds the rows refusals write; the zero value is the defaults.
 	Limit RefusalLimit
 	// Observe hears every command's outcome, for the metrics. It must not
 	// block.
 	Observe func(Outcome)
-	// After makes the timer that writes a summary when it falls due, in
-	// Run: time.After when nil, a fake in tests.
-	After func(time.Duration) <-chan time.Time
 
-	mu     sync.Mutex
-	bucket refusalBucket
+	mu      sync.Mutex
+	bucket  refusalBucket
+	summary clock.Timer // armed while a summary is gathered
 }
 
 // Outcome is what became of one command.
@@ -163,12 +164,7 @@ func (h *Handler) log() *slog.Logger {
 	return h.Logger
 }
 
-func (h *Handler) now() time.Time {
-	if h.Clock == nil {
-		return time.Now()
-	}
-	return h.Clock.Now()
-}
+func (h *Handler) now() time.Time { return clock.Or(h.Clock).Now() }
 
 func (h *Handler) observe(o Outcome) {
 	if h.Observe != nil {
@@ -261,6 +257,9 @@ func (h *Handler) SummaryDue() (time.Time, bool) {
 func (h *Handler) Flush(ctx context.Context) error {
 	h.mu.Lock()
 	p := h.bucket.takeSummary()
+	if h.summary != nil {
+		h.summary.Stop() // re-armed by the next SummaryTimer if anything is gathered
+	}
 	h.mu.Unlock()
 	if p.Count == 0 {
 		return nil
@@ -304,17 +303,24 @@ func (h *Handler) Run(ctx context.Context, in <-chan Message) {
 
 // SummaryTimer fires when the summary being gathered falls due; it is nil
 // (never fires) while none is. For loops that take commands from elsewhere
-// than Run: re-arm it after every command.
+// than Run: re-arm it after every command. One timer serves every call.
 func (h *Handler) SummaryTimer() <-chan time.Time {
 	due, ok := h.SummaryDue()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if !ok {
+		if h.summary != nil {
+			h.summary.Stop()
+		}
 		return nil
 	}
-	after := h.After
-	if after == nil {
-		after = time.After
+	d := max(0, due.Sub(h.now()))
+	if h.summary == nil {
+		h.summary = clock.Or(h.Clock).NewTimer(d)
+	} else {
+		h.summary.Reset(d)
 	}
-	return after(max(0, due.Sub(h.now())))
+	return h.summary.C()
 }
 
 // Message is one command as it came off the wire. Payload may be cut short

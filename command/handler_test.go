@@ -13,18 +13,19 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/clock"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func openRecorder(t *testing.T, path string, clock audit.Clock) *audit.Recorder {
+func openRecorder(t *testing.T, path string, clk clock.Clock) *audit.Recorder {
 	t.Helper()
 	p, err := coup.BuiltinProfile(coup.ProfileVIP)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec, err := audit.OpenRecorder(context.Background(), path, audit.RecorderOptions{
-		Table: "BAC-07", Config: coup.DefaultTableConfig(p), Clock: clock, Logger: quiet(),
+		Table: "BAC-07", Config: coup.DefaultTableConfig(p), Clock: clk, Logger: quiet(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestRestoreAfterRestart(t *testing.T) {
 	h.Handle(ctx, wire(t, old), 0)
 	// Rows in between, so the bisection has something to skip.
 	for i := 0; i < 50; i++ {
-		clock.Add(10 * time.Second)
+		clock.Advance(10 * time.Second)
 		if _, err := rec.Submit(ctx, coup.Input{Kind: coup.InStatus, Status: "ok"}); err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +180,7 @@ func TestRestoreAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clock.Add(30 * time.Second)
+	clock.Advance(30 * time.Second)
 	rec = openRecorder(t, path, clock)
 	defer rec.Close()
 	v := newTestVerifier(t, clock)

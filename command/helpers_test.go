@@ -5,31 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/clock"
 )
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is the clock the tests move by hand.
+type fakeClock = clock.Fake
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 22, 14, 3, 7, 123000000, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	return clock.NewFake(time.Date(2026, 11, 22, 14, 3, 7, 123000000, time.UTC))
 }
 
 // rfcKey is RFC 8032's test key 1, the key of testdata/keyring.json.

@@ -152,7 +152,7 @@ func TestStormOfRefusalsIsSummarised(t *testing.T) {
 	// Ten seconds on, the next refusal has a token again, and the summary
 	// falls due and is written.
 	from := clock.Now()
-	clock.Add(limit.Summary)
+	clock.Advance(limit.Summary)
 	h.Handle(ctx, []byte("not json"), 0)
 	got = rows(t, rec, start+1)
 	if n := len(got); n != len(want)+2 {
@@ -274,7 +274,7 @@ func TestSummaryTheTrailRefusedIsKept(t *testing.T) {
 		h.Handle(ctx, []byte("junk"), 0) // one row, three gathered
 	}
 	fr.setDown(true)
-	clock.Add(limit.Summary)
+	clock.Advance(limit.Summary)
 	h.Handle(ctx, []byte("junk"), 0) // due: the write fails
 	if err := h.Flush(ctx); !errors.Is(err, errDiskFull) {
 		t.Fatalf("flush on a full disk: %v", err)
@@ -301,42 +301,15 @@ func TestSummaryTheTrailRefusedIsKept(t *testing.T) {
 	}
 }
 
-// fakeTimers arms timers the test fires: After tells the test of each arm.
-type fakeTimers struct {
-	mu    sync.Mutex
-	armed []chan time.Time
-	arms  chan time.Duration
-}
-
-func (f *fakeTimers) After(d time.Duration) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	f.mu.Lock()
-	f.armed = append(f.armed, ch)
-	f.mu.Unlock()
-	f.arms <- d
-	return ch
-}
-
-// fire fires every timer armed so far.
-func (f *fakeTimers) fire(now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, ch := range f.armed {
-		ch <- now
-	}
-	f.armed = nil
-}
-
 // Run writes a summary when its timer fires, and what is left on the way
 // out.
 func TestRunWritesSummaries(t *testing.T) {
 	clock := newFakeClock()
 	rec := openRecorder(t, filepath.Join(t.TempDir(), "trail.db"), clock)
 	defer rec.Close()
-	timers := &fakeTimers{arms: make(chan time.Duration, 16)}
 	committed := make(chan audit.Record, 16)
 	limit := RefusalLimit{Burst: 1, Every: time.Hour, Summary: 10 * time.Second}
-	h := &Handler{Verifier: newTestVerifier(t, clock), Recorder: notify{rec, committed}, Clock: clock, Logger: quiet(), Limit: limit, After: timers.After}
+	h := &Handler{Verifier: newTestVerifier(t, clock), Recorder: notify{rec, committed}, Clock: clock, Logger: quiet(), Limit: limit}
 	in := make(chan Message)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -349,31 +322,34 @@ func TestRunWritesSummaries(t *testing.T) {
 	// No timer while nothing is gathered; one after each command once
 	// something is, for the time left.
 	in <- Message{Payload: []byte("junk 2")}
-	if d := <-timers.arms; d != limit.Summary {
-		t.Fatalf("summary timer for %s, want %s", d, limit.Summary)
+	armed := func(d time.Duration) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := clock.WaitArmed(ctx, d); err != nil {
+			t.Fatalf("summary timer: %v", err)
+		}
 	}
-	clock.Add(4 * time.Second)
+	armed(limit.Summary)
+	clock.Advance(4 * time.Second)
 	in <- Message{Payload: []byte("junk 3")}
-	if d := <-timers.arms; d != limit.Summary-4*time.Second {
-		t.Fatalf("summary timer for %s, want %s", d, limit.Summary-4*time.Second)
-	}
-	clock.Add(6 * time.Second)
-	timers.fire(clock.Now())
+	armed(limit.Summary - 4*time.Second)
+	clock.Advance(6 * time.Second)
 	r := <-committed
 	var b RefusalsBody
 	if r.Kind != KindRefusals || json.Unmarshal(r.Body, &b) != nil || b.Count != 2 {
 		t.Fatalf("on the timer: %s %s", r.Kind, r.Body)
 	}
 	in <- Message{Payload: []byte("junk 4")}
-	<-timers.arms
+	armed(limit.Summary)
 	cancel()
 	<-done
 	r = <-committed
 	if r.Kind != KindRefusals || json.Unmarshal(r.Body, &b) != nil || b.Count != 1 {
 		t.Fatalf("on the way out: %s %s", r.Kind, r.Body)
 	}
-	if len(timers.arms) != 0 {
-		t.Fatalf("%d timers armed with nothing gathered", len(timers.arms))
+	if run := clock.Running(); len(run) != 0 {
+		t.Fatalf("timers %v running with nothing gathered", run)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 )
@@ -79,7 +81,7 @@ type VerifierOptions struct {
 	// MaxSeen bounds the ids remembered; 0 is DefaultMaxSeen. Beyond it new
 	// commands are refused (CodeBusy) until old ids expire.
 	MaxSeen int
-	Clock   audit.Clock
+	Clock   clock.Clock
 }
 
 // Defaults for VerifierOptions.
@@ -112,9 +114,7 @@ func NewVerifier(opt VerifierOptions) (*Verifier, error) {
 	if opt.MaxSeen <= 0 {
 		opt.MaxSeen = DefaultMaxSeen
 	}
-	if opt.Clock == nil {
-		opt.Clock = audit.SystemClock{}
-	}
+	opt.Clock = clock.Or(opt.Clock)
 	return &Verifier{opt: opt, seen: seenIDs{ids: map[string]time.Time{}}}, nil
 }
 

@@ -185,12 +185,12 @@ func TestVerifyRefusals(t *testing.T) {
 		}, CodeWrongTable, true},
 		{"stale", func(t *testing.T, c *fakeClock) []byte {
 			x := signed(t, c, "alice", "suspend", nil)
-			c.Add(time.Minute + time.Millisecond)
+			c.Advance(time.Minute + time.Millisecond)
 			return wire(t, x)
 		}, CodeStale, true},
 		{"future", func(t *testing.T, c *fakeClock) []byte {
 			x := signed(t, c, "alice", "suspend", nil)
-			c.Add(-time.Minute - time.Millisecond)
+			c.Advance(-time.Minute - time.Millisecond)
 			return wire(t, x)
 		}, CodeFuture, true},
 		{"not permitted", func(t *testing.T, c *fakeClock) []byte { return wire(t, signed(t, c, "game-server", "suspend", nil)) }, CodeNotPermitted, true},
@@ -289,7 +289,7 @@ func TestReplayNeverAccepted(t *testing.T) {
 	v := newTestVerifier(t, clock)
 	var sent []Command
 	for i := 0; i < 2000; i++ {
-		clock.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+		clock.Advance(time.Duration(rng.IntN(3000)) * time.Millisecond)
 		skew := time.Duration(rng.IntN(120_000)-60_000) * time.Millisecond
 		c := signed(t, clock, "alice", "suspend", func(c *Command) { c.IssuedAt = FormatTime(clock.Now().Add(skew)) })
 		if _, err := v.Verify(wire(t, c)); err != nil {
@@ -326,7 +326,7 @@ func TestVerifyBusy(t *testing.T) {
 	if !errors.As(err, &r) || r.Code != CodeBusy {
 		t.Fatalf("third: %v", err)
 	}
-	clock.Add(time.Minute + time.Second)
+	clock.Advance(time.Minute + time.Second)
 	if _, err := v.Verify(wire(t, signed(t, clock, "alice", "suspend", nil))); err != nil {
 		t.Fatalf("after the window: %v", err)
 	}

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/clock"
 
 	"github.com/creack/pty"
 )
@@ -19,128 +20,24 @@ import (
 // slower, never wrong.
 const guard = 20 * time.Second
 
-// fakeClock is a Clock whose time moves only when the test advances it.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	active  map[*fakeTimer]struct{}
-	changed chan struct{} // closed and replaced whenever a timer starts or stops
-}
+// fakeClock is the shared fake clock with a test's wait on it.
+type fakeClock struct{ *clock.Fake }
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{
-		now:     time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
-		active:  map[*fakeTimer]struct{}{},
-		changed: make(chan struct{}),
-	}
-}
-
-type fakeTimer struct {
-	c    *fakeClock
-	ch   chan time.Time
-	d    time.Duration
-	when time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
-	t := &fakeTimer{c: c, ch: make(chan time.Time, 1)}
-	t.Reset(d)
-	return t
-}
-
-// notify wakes the waiters; c.mu is held.
-func (c *fakeClock) notify() {
-	close(c.changed)
-	c.changed = make(chan struct{})
-}
-
-func (t *fakeTimer) C() <-chan time.Time { return t.ch }
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	_, was := t.c.active[t]
-	delete(t.c.active, t)
-	t.drain()
-	t.c.notify()
-	return was
-}
-
-func (t *fakeTimer) Reset(d time.Duration) bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	_, was := t.c.active[t]
-	t.drain()
-	t.d, t.when = d, t.c.now.Add(d)
-	t.c.active[t] = struct{}{}
-	t.c.notify()
-	return was
-}
-
-// drain gives the Go 1.23 guarantee: no stale tick after Stop or Reset.
-func (t *fakeTimer) drain() {
-	select {
-	case <-t.ch:
-	default:
-	}
-}
-
-// Advance moves the time on by d and fires the timers that are due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	for t := range c.active {
-		if !t.when.After(c.now) {
-			delete(c.active, t)
-			t.ch <- c.now // never blocks: a stopped or reset timer was drained
-		}
-	}
-	c.notify()
+func newFakeClock() fakeClock {
+	return fakeClock{clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))}
 }
 
 // waitTimer waits until a timer of duration d is running and returns when
 // it is due.
-func (c *fakeClock) waitTimer(t *testing.T, d time.Duration) time.Time {
+func (c fakeClock) waitTimer(t *testing.T, d time.Duration) time.Time {
 	t.Helper()
-	deadline := time.After(guard)
-	for {
-		c.mu.Lock()
-		var running []time.Duration
-		for tm := range c.active {
-			if tm.d == d {
-				when := tm.when
-				c.mu.Unlock()
-				return when
-			}
-			running = append(running, tm.d)
-		}
-		changed := c.changed
-		c.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("no %s timer started within %s; running: %v", d, guard, running)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	when, err := c.WaitArmed(ctx, d)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// durations lists the running timers' durations, sorted.
-func (c *fakeClock) durations() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var ds []time.Duration
-	for t := range c.active {
-		ds = append(ds, t.d)
-	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds
+	return when
 }
 
 // recorder collects what a Link hands its consumer.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"go.bug.st/serial"
 )
 
@@ -84,8 +86,8 @@ type Options struct {
 	// repeated). The last call, when Run ends, is Disconnected with
 	// ErrStopped.
 	OnState func(Status)
-	// Clock defaults to RealClock.
-	Clock Clock
+	// Clock defaults to the wall clock.
+	Clock clock.Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Lister finds ports by USB id; it defaults to ListPorts.
@@ -129,7 +131,7 @@ type Link struct {
 
 	onData     func([]byte)
 	onState    func(Status)
-	clock      Clock
+	clock      clock.Clock
 	log        *slog.Logger
 	lister     Lister
 	queueLen   int
@@ -163,7 +165,7 @@ func NewLink(cfg Config, opts Options) (*Link, error) {
 		backoffMax: time.Duration(cfg.BackoffMax),
 		onData:     opts.OnData,
 		onState:    opts.OnState,
-		clock:      opts.Clock,
+		clock:      clock.Or(opts.Clock),
 		log:        opts.Logger,
 		lister:     opts.Lister,
 		queueLen:   opts.QueueLen,
@@ -181,9 +183,6 @@ func NewLink(cfg Config, opts Options) (*Link, error) {
 	}
 	if l.onState == nil {
 		l.onState = func(Status) {}
-	}
-	if l.clock == nil {
-		l.clock = RealClock
 	}
 	if l.log == nil {
 		l.log = slog.Default()
@@ -325,7 +324,7 @@ func (l *Link) session(ctx context.Context, name string, p port) (delivered bool
 		}
 	}()
 
-	var timer Timer
+	var timer clock.Timer
 	var silence <-chan time.Time
 	if l.silentAfter > 0 {
 		timer = l.clock.NewTimer(l.silentAfter)

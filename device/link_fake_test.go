@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"go.bug.st/serial"
 )
 
@@ -65,7 +67,7 @@ func (p *fakePort) feed(t *testing.T, data string, err error) {
 	}
 }
 
-func newFakeLink(t *testing.T, p *fakePort, clk Clock, opts Options) *Link {
+func newFakeLink(t *testing.T, p *fakePort, clk clock.Clock, opts Options) *Link {
 	t.Helper()
 	opts.Clock = clk
 	if opts.Logger == nil {

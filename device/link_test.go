@@ -13,13 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/creack/pty"
 )
 
 // These tests run a Link against real pseudo-terminals through
 // go.bug.st/serial, with a fake clock for the backoff and silence timers.
 
-func newTestLink(t *testing.T, cfg Config, clk Clock, r *recorder) *Link {
+func newTestLink(t *testing.T, cfg Config, clk clock.Clock, r *recorder) *Link {
 	t.Helper()
 	l, err := NewLink(cfg, Options{OnData: r.onData, OnState: r.onState, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -174,7 +176,7 @@ func TestLinkSilenceOff(t *testing.T) {
 	sh.write(t, []byte("hello"))
 	r.waitData(t, 5)
 	// Data has been handled, so any silence timer would be running now.
-	if ds := clk.durations(); len(ds) != 0 {
+	if ds := clk.Running(); len(ds) != 0 {
 		t.Errorf("timers running with silence off: %v", ds)
 	}
 }

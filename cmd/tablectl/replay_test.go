@@ -17,15 +17,11 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 
 var updateReplay = flag.Bool("update-replay", false, "rewrite the replay golden files")
-
-// fixedClock stamps every row one second after the last.
-type fixedClock struct{ t time.Time }
-
-func (c *fixedClock) Now() time.Time { c.t = c.t.Add(time.Second); return c.t }
 
 // writeTrail records two coups (the first voided after it completed, the
 // second with an unreadable card entered by hand) through the recorder.
@@ -34,7 +30,7 @@ func writeTrail(t *testing.T, path string) {
 	ctx := context.Background()
 	p, _ := coup.BuiltinProfile(coup.ProfileVIP)
 	rec, err := audit.OpenRecorder(ctx, path, audit.RecorderOptions{Table: "T9", Config: coup.DefaultTableConfig(p),
-		Clock: &fixedClock{t: time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)}, Logger: discardLogger()})
+		Clock: clock.NewStepping(time.Date(2026, 11, 22, 20, 0, 1, 0, time.UTC), time.Second), Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

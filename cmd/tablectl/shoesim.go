@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
@@ -118,7 +119,7 @@ flags:
 		defer p.Close()
 		line, path = p, p.Path()
 	}
-	sim, err := shoesim.New(opts, line, shoesim.RealClock, slog.Default())
+	sim, err := shoesim.New(opts, line, clock.Real, slog.Default())
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
@@ -29,24 +31,10 @@ const tableID = "BAC-07"
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// stepClock moves on by step at every reading, so rows get distinct,
-// reproducible times.
-type stepClock struct {
-	mu   sync.Mutex
-	t    time.Time
-	step time.Duration
-}
-
-func newStepClock() *stepClock {
-	return &stepClock{t: time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC), step: 250 * time.Millisecond}
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.t
-	c.t = c.t.Add(c.step)
-	return t
+// newStepClock moves on by 250 ms at every reading, so rows get
+// distinct, reproducible times.
+func newStepClock() *clock.Fake {
+	return clock.NewStepping(time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC), 250*time.Millisecond)
 }
 
 func vipConfig(t testing.TB) coup.TableConfig {
@@ -106,7 +94,7 @@ type rig struct {
 	t      testing.TB
 	url    string
 	topics Topics
-	clock  *stepClock
+	clock  *clock.Fake
 	path   string
 	rec    *audit.Recorder
 	pub    *Publisher

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
@@ -43,7 +45,7 @@ type Options struct {
 	Window int
 	// MaxResync caps the rows one resync sends; 0 is 100000.
 	MaxResync int64
-	Clock     audit.Clock
+	Clock     clock.Clock
 	Logger    *slog.Logger
 	// ObservePublish hears, for each row published from a live commit, how
 	// long it took from Commit to the broker's acknowledgement of every
@@ -124,9 +126,7 @@ func New(opt Options) (*Publisher, error) {
 	if opt.MaxResync <= 0 {
 		opt.MaxResync = 100000
 	}
-	if opt.Clock == nil {
-		opt.Clock = audit.SystemClock{}
-	}
+	opt.Clock = clock.Or(opt.Clock)
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
@@ -283,12 +283,12 @@ func (p *Publisher) pause(ctx context.Context, changed <-chan struct{}, err erro
 	p.errs++
 	d := min(time.Duration(1<<min(p.errs, 6))*100*time.Millisecond, 5*time.Second)
 	p.log.Warn("mqtt publisher: will try again", "err", err, "in", d)
-	t := time.NewTimer(d)
+	t := p.opt.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-changed:
-	case <-t.C:
+	case <-t.C():
 	}
 }
 
@@ -319,14 +319,14 @@ func (p *Publisher) reconnected(ctx context.Context, changed <-chan struct{}) er
 	if p.errs > 0 {
 		// Publishes failed on a live connection: do not spin.
 		d := min(time.Duration(1<<min(p.errs, 6))*100*time.Millisecond, 5*time.Second)
-		t := time.NewTimer(d)
+		t := p.opt.Clock.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-changed:
 			return errDown
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 	p.dropPending()

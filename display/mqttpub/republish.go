@@ -8,33 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 )
-
-// Clock paces a republished trail.
-type Clock interface {
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// RealClock sleeps on the wall clock.
-var RealClock Clock = realClock{}
-
-type realClock struct{}
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // RepublishOptions configure Republish.
 type RepublishOptions struct {
@@ -51,7 +29,7 @@ type RepublishOptions struct {
 	// MaxPause caps any one pause (after Speed), so a trail that sat idle
 	// overnight does not hold the replay; 0 is no cap.
 	MaxPause time.Duration
-	Clock    Clock
+	Clock    clock.Clock
 	// Window is how many publishes may be unacknowledged; 0 is 256.
 	Window int
 	Logger *slog.Logger
@@ -73,9 +51,7 @@ func Republish(ctx context.Context, opt RepublishOptions, rows iter.Seq2[audit.R
 	if opt.Speed < 0 {
 		return 0, fmt.Errorf("republish: speed %v: want 0 (no pauses) or more", opt.Speed)
 	}
-	if opt.Clock == nil {
-		opt.Clock = RealClock
-	}
+	opt.Clock = clock.Or(opt.Clock)
 	if opt.Window <= 0 {
 		opt.Window = 256
 	}
@@ -120,7 +96,7 @@ func Republish(ctx context.Context, opt RepublishOptions, rows iter.Seq2[audit.R
 				if opt.MaxPause > 0 {
 					d = min(d, opt.MaxPause)
 				}
-				if err := opt.Clock.Sleep(ctx, d); err != nil {
+				if err := clock.Sleep(ctx, opt.Clock, d); err != nil {
 					return n, err
 				}
 			}

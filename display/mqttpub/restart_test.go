@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
@@ -150,19 +152,6 @@ func TestBrokerRestartMidShoe(t *testing.T) {
 	}
 }
 
-// fakeClock records the pauses asked of it and returns at once.
-type fakeClock struct {
-	mu     sync.Mutex
-	sleeps []time.Duration
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.sleeps = append(c.sleeps, d)
-	return ctx.Err()
-}
-
 // TestRepublish replays the standard scenario's trail under a replay
 // prefix at twice the recorded pace: every row in order, pauses of half the
 // recorded gaps between inputs, and the same retained state as live.
@@ -184,7 +173,7 @@ func TestRepublish(t *testing.T) {
 			if err := conn.WaitConnected(ctx); err != nil {
 				t.Fatal(err)
 			}
-			clock := &fakeClock{}
+			clk := clock.NewVirtual(time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC))
 			seq := func(yield func(audit.Record, error) bool) {
 				for _, r := range rows {
 					if !yield(r, nil) {
@@ -193,7 +182,7 @@ func TestRepublish(t *testing.T) {
 				}
 			}
 			n, err := Republish(ctx, RepublishOptions{Client: conn, Topics: topics, Table: tableID, Config: vipConfig(t),
-				Speed: 2, Clock: clock, Logger: quiet()}, seq)
+				Speed: 2, Clock: clk, Logger: quiet()}, seq)
 			if err != nil || n != int64(len(rows)) {
 				t.Fatalf("republished %d of %d rows: %v", n, len(rows), err)
 			}
@@ -207,12 +196,13 @@ func TestRepublish(t *testing.T) {
 					prev = r.At
 				}
 			}
-			if len(clock.sleeps) != len(want) {
-				t.Fatalf("%d pauses, want %d", len(clock.sleeps), len(want))
+			sleeps := clk.Armed()
+			if len(sleeps) != len(want) {
+				t.Fatalf("%d pauses, want %d", len(sleeps), len(want))
 			}
 			for i := range want {
-				if clock.sleeps[i] != want[i] {
-					t.Fatalf("pause %d: %v, want %v", i, clock.sleeps[i], want[i])
+				if sleeps[i] != want[i] {
+					t.Fatalf("pause %d: %v, want %v", i, sleeps[i], want[i])
 				}
 			}
 			msgs := sub.Wait(wait, "the replayed shoe", func(m []mqtttest.Msg) bool {

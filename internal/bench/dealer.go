@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/shoeread"
@@ -19,8 +21,8 @@ import (
 type benchDealer struct {
 	tc    coup.TableConfig
 	table *coup.Table
-	now   time.Time
-	seq   uint32 // the shoe's last sequence number
+	clock *clock.Fake // the virtual time: rows are stamped by it
+	seq   uint32      // the shoe's last sequence number
 	seed  uint64
 	shoes int // shoes dealt so far
 	// cardPace and coupPace are the dealer's virtual pace.
@@ -37,12 +39,9 @@ func newBenchDealer(tc coup.TableConfig, seed uint64, start time.Time) (*benchDe
 	if err != nil {
 		return nil, err
 	}
-	return &benchDealer{tc: tc, table: t, now: start, seed: seed,
+	return &benchDealer{tc: tc, table: t, clock: clock.NewFake(start), seed: seed,
 		cardPace: shoesim.DefaultCardPace, coupPace: shoesim.DefaultCoupPace}, nil
 }
-
-// Now is the virtual time; it is an audit.Clock.
-func (d *benchDealer) Now() time.Time { return d.now }
 
 // errBenchStop ends dealing early without an error.
 var errBenchStop = errors.New("stop dealing")
@@ -68,12 +67,12 @@ func (d *benchDealer) dealShoe(visit benchVisit) error {
 		if len(steps) > 0 && steps[0].Op == shoesim.OpSend && steps[0].Event.Kind == shoeread.KindHello {
 			steps = steps[1:]
 		}
-		d.now = d.now.Add(d.coupPace)
+		d.clock.Advance(d.coupPace)
 	}
 	for _, st := range steps {
 		switch st.Op {
 		case shoesim.OpPause:
-			d.now = d.now.Add(st.For)
+			d.clock.Advance(st.For)
 		case shoesim.OpSend:
 			d.seq++
 			e := st.Event
@@ -98,14 +97,14 @@ func (d *benchDealer) dealShoe(visit benchVisit) error {
 func (d *benchDealer) apply(in coup.Input, visit benchVisit) error {
 	for {
 		dl, ok := d.table.Deadline()
-		if !ok || dl.After(d.now) {
+		if !ok || dl.After(d.clock.Now()) {
 			break
 		}
 		if err := d.one(coup.Input{Kind: coup.InTick, At: dl}, visit); err != nil {
 			return err
 		}
 	}
-	in.At = d.now
+	in.At = d.clock.Now()
 	return d.one(in, visit)
 }
 

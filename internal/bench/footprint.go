@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/shoeread"
@@ -24,9 +26,10 @@ import (
 // benchScaledClock is the simulator's clock for a session compressed ratio
 // times: each pause of the dealer's, and each idle second between
 // heartbeats, takes 1/ratio of its length in wall time. Virtual time moves
-// only by what is slept, so the session deals the same shoes however the
-// machine keeps up. Once virtual time would pass end, it calls over (which
-// cancels the simulator's context) instead of sleeping.
+// only when a timer fires, by the timer's length, so the session deals the
+// same shoes however the machine keeps up. A timer that would take virtual
+// time past end calls over (which cancels the simulator's context) instead
+// of running.
 type benchScaledClock struct {
 	ratio float64
 	end   time.Time
@@ -43,26 +46,70 @@ func (c *benchScaledClock) Now() time.Time {
 	return c.now
 }
 
-// Sleep sleeps d/ratio of wall time and moves the virtual time on by d.
-func (c *benchScaledClock) Sleep(ctx context.Context, d time.Duration) error {
-	if !c.Now().Add(d).Before(c.end) {
-		c.over()
-		return ctx.Err()
+// NewTimer runs for d/ratio of wall time and then moves the virtual time on
+// by d.
+func (c *benchScaledClock) NewTimer(d time.Duration) clock.Timer {
+	t := &scaledTimer{c: c, ch: make(chan time.Time, 1)}
+	t.Reset(d)
+	return t
+}
+
+// NewTicker ticks every d/ratio of wall time; ticks do not move the
+// virtual time (the simulator waits on timers only).
+func (c *benchScaledClock) NewTicker(d time.Duration) clock.Ticker {
+	return clock.Real.NewTicker(c.wall(d))
+}
+
+func (c *benchScaledClock) wall(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / c.ratio)
+}
+
+type scaledTimer struct {
+	c  *benchScaledClock
+	ch chan time.Time
+
+	mu sync.Mutex
+	t  *time.Timer
+}
+
+func (t *scaledTimer) C() <-chan time.Time { return t.ch }
+
+func (t *scaledTimer) Stop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.t != nil && t.t.Stop()
+	t.drain()
+	return was
+}
+
+func (t *scaledTimer) Reset(d time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.t != nil && t.t.Stop()
+	t.drain()
+	t.t = nil
+	if !t.c.Now().Add(d).Before(t.c.end) {
+		t.c.over()
+		return was
 	}
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(time.Duration(float64(d) / c.ratio))
-	defer t.Stop()
+	t.t = time.AfterFunc(t.c.wall(d), func() {
+		t.c.mu.Lock()
+		t.c.now = t.c.now.Add(d)
+		now := t.c.now
+		t.c.mu.Unlock()
+		select {
+		case t.ch <- now:
+		default:
+		}
+	})
+	return was
+}
+
+func (t *scaledTimer) drain() {
 	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+	case <-t.ch:
+	default:
 	}
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
 }
 
 // benchProc reads a process's memory and CPU from /proc.
@@ -288,9 +335,9 @@ func benchFootprint(ctx context.Context, o Options, dir string) ([]Row, error) {
 	simCtx, over := context.WithCancel(cctx)
 	defer over()
 	v0 := time.Now()
-	clock := &benchScaledClock{ratio: ratio, now: v0, end: v0.Add(o.Session), over: over}
+	simClock := &benchScaledClock{ratio: ratio, now: v0, end: v0.Add(o.Session), over: over}
 	sim, err := shoesim.New(shoesim.Options{Seed: o.Seed, Decks: p.Decks, Shoes: int(o.Session/perShoe) + 2,
-		CardPace: shoesim.DefaultCardPace, CoupPace: shoesim.DefaultCoupPace}, line, clock, quietLog())
+		CardPace: shoesim.DefaultCardPace, CoupPace: shoesim.DefaultCoupPace}, line, simClock, quietLog())
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +346,7 @@ func benchFootprint(ctx context.Context, o Options, dir string) ([]Row, error) {
 	if errors.Is(simErr, context.Canceled) && cctx.Err() == nil {
 		simErr = nil // the session is over
 	}
-	virtual := clock.Now().Sub(v0)
+	virtual := simClock.Now().Sub(v0)
 	if simErr == nil && firstShoeSeen {
 		simErr = sub.wait(cctx, 5*time.Minute, "the last sentence's row", func(s *benchState) bool {
 			_, ok := s.arrived[lastSeq]

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
@@ -211,7 +213,7 @@ func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
 		live.stop()
 		return nil, err
 	}
-	sim, err := shoesim.New(shoesim.Options{Seed: o.Seed, Decks: p.Decks, Shoes: shoesFor(o.Cards, p.Decks)}, line, shoesim.RealClock, quietLog())
+	sim, err := shoesim.New(shoesim.Options{Seed: o.Seed, Decks: p.Decks, Shoes: shoesFor(o.Cards, p.Decks)}, line, clock.Real, quietLog())
 	if err != nil {
 		live.stop()
 		return nil, err
@@ -499,7 +501,7 @@ func throughputRun(ctx context.Context, o Options, dir string, cards int, rate f
 		return res, err
 	}
 	sim, err := shoesim.New(shoesim.Options{Seed: o.Seed + 1000, Decks: p.Decks, Shoes: shoesFor(cards, p.Decks)},
-		line, shoesim.RealClock, quietLog())
+		line, clock.Real, quietLog())
 	if err != nil {
 		live.stop()
 		return res, err

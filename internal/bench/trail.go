@@ -176,7 +176,7 @@ func buildBenchTrail(ctx context.Context, path string, tc coup.TableConfig, key 
 	if err != nil {
 		return 0, 0, err
 	}
-	st, err := audit.Open(ctx, path, audit.Options{Table: benchTrailTable, Clock: d, Key: key, CheckpointEvery: 1000, Logger: quietLog()})
+	st, err := audit.Open(ctx, path, audit.Options{Table: benchTrailTable, Clock: d.clock, Key: key, CheckpointEvery: 1000, Logger: quietLog()})
 	if err != nil {
 		return 0, 0, err
 	}

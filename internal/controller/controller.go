@@ -24,6 +24,7 @@ import (
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/metrics"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
 	"github.com/tablectl/tablectl/internal/smallfile"
@@ -62,8 +63,10 @@ type Controller struct {
 type Hooks struct {
 	OnCommit       func(audit.Commit)
 	OnWriteFailure func(error, coup.View)
-	Clock          audit.Clock
-	DeviceClock    device.Clock
+	// Clock is every part's clock: the shoe link's timers, the trail's
+	// stamps, the table's deadlines, command issue times and summaries;
+	// nil is the wall clock.
+	Clock clock.Clock
 	// WebPitPassword is the pit view's password when it comes from the
 	// caller (the demo makes one) rather than http.pit_password_file.
 	WebPitPassword string
@@ -158,7 +161,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		ctl.reader.Sequencer().Resume(last)
 	}
 	ctl.link, err = device.NewLink(c.Shoe.Port, device.Options{
-		OnData: ctl.onData, OnState: ctl.onState, Logger: log, Clock: hooks.DeviceClock,
+		OnData: ctl.onData, OnState: ctl.onState, Logger: log, Clock: hooks.Clock,
 	})
 	if err != nil {
 		return fail(err)
@@ -327,7 +330,7 @@ func (ctl *Controller) Run(ctx context.Context) error {
 	defer cancel()
 	var parts runningParts
 	parts.start("shoe link", func() { ctl.link.Run(ctx) })
-	parts.start("table timers", func() { ctl.rec.RunTimers(ctx, time.After) })
+	parts.start("table timers", func() { ctl.rec.RunTimers(ctx) })
 	if ctl.pub != nil {
 		parts.start("mqtt publisher", func() {
 			if err := ctl.pub.Run(ctx); err != nil {
@@ -411,7 +414,7 @@ const (
 
 // startMQTT starts the embedded broker when none is configured, connects,
 // and makes the publisher and the command handler. The recorder is open.
-func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clock audit.Clock) (*mqttpub.Publisher, error) {
+func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk clock.Clock) (*mqttpub.Publisher, error) {
 	m := ctl.cfg.MQTT
 	log := ctl.log.With("part", "mqtt")
 	topics := mqttpub.Topics{Prefix: m.Prefix}
@@ -468,7 +471,7 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clock
 		log.Warn("no supervisor keys (mqtt.keyring): every command will be refused")
 	}
 	ver, err := signedcmd.NewVerifier(signedcmd.VerifierOptions{Table: ctl.cfg.TableID, Keys: keys,
-		Window: time.Duration(m.CommandWindow), Clock: clock})
+		Window: time.Duration(m.CommandWindow), Clock: clk})
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +482,7 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clock
 	}
 	pub, err := mqttpub.New(mqttpub.Options{
 		Table: ctl.cfg.TableID, Topics: topics, Client: conn, Trail: ctl.rec.Store(), Config: tc,
-		From: thisStart(ctx, ctl.rec.Store()), Driver: ctl.cfg.Shoe.Driver, Queue: m.Queue, Clock: clock,
+		From: thisStart(ctx, ctl.rec.Store()), Driver: ctl.cfg.Shoe.Driver, Queue: m.Queue, Clock: clk,
 		Logger:         log,
 		ObservePublish: ctl.metrics.ObservePublish,
 	})
@@ -487,7 +490,7 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clock
 		return nil, err
 	}
 	ctl.pub = pub
-	ctl.commands = &signedcmd.Handler{Verifier: ver, Recorder: ctl.rec, Replier: pub, Clock: clock, Logger: log,
+	ctl.commands = &signedcmd.Handler{Verifier: ver, Recorder: ctl.rec, Replier: pub, Clock: clk, Logger: log,
 		Observe: func(o signedcmd.Outcome) { ctl.metrics.Command(o.Result, o.Code, o.Summarised) }}
 	return pub, nil
 }

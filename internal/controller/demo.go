@@ -18,6 +18,7 @@ import (
 	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
@@ -88,7 +89,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	}
 	defer pty.Close()
 	sim, err := shoesim.New(shoesim.Options{Seed: o.Seed, Shoes: o.Shoes, Decks: profile.Decks, CardPace: o.Pace, CoupPace: o.CoupPace},
-		pty, shoesim.RealClock, log.With("part", "shoe"))
+		pty, clock.Real, log.With("part", "shoe"))
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -929,7 +930,7 @@ func newProcessRig(t *testing.T, opts shoesim.Options) *processRig {
 	}
 	r.gate = newShoeGate(ctx, pty)
 	logs := &syncBuffer{}
-	r.sim, err = shoesim.New(opts, r.gate, shoesim.NewVirtualClock(epoch), slog.New(slog.NewTextHandler(logs, nil)))
+	r.sim, err = shoesim.New(opts, r.gate, clock.NewVirtual(epoch), slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		cancel()
 		pty.Close()
@@ -1184,7 +1185,7 @@ func (r *rig) openShoe(cancel context.CancelFunc, dir string, opts shoesim.Optio
 	}
 	r.gate = newShoeGate(r.ctx, pty)
 	opts.BeforeUnplug = r.beforeUnplug
-	r.sim, err = shoesim.New(opts, r.gate, shoesim.NewVirtualClock(epoch), log.With("part", "shoe"))
+	r.sim, err = shoesim.New(opts, r.gate, clock.NewVirtual(epoch), log.With("part", "shoe"))
 	if err != nil {
 		cancel()
 		pty.Close()

@@ -32,6 +32,7 @@ import (
 	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/shoeread"
@@ -46,8 +47,8 @@ type faultRig struct {
 	trail string
 	// silentAfter is the link's silence window; 0 turns it off, as newRig.
 	silentAfter time.Duration
-	// clock is the link's clock; nil is the wall clock.
-	clock device.Clock
+	// clock is the controller's clock; nil is the wall clock.
+	clock clock.Clock
 	// onWriteFailure hears every input the trail could not take.
 	onWriteFailure func(error, coup.View)
 	// logs wraps the log handler, to count or drop records; nil keeps all.
@@ -92,7 +93,7 @@ func newFaultRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig, fo fau
 		Audit: AuditSection{Path: r.trail, CheckpointKey: priv, CheckpointEvery: 7},
 	}
 	r.ctl, err = Start(ctx, cfg, tc, log.With("part", "controller"), Hooks{
-		OnCommit: r.commits.add, OnWriteFailure: fo.onWriteFailure, DeviceClock: fo.clock,
+		OnCommit: r.commits.add, OnWriteFailure: fo.onWriteFailure, Clock: fo.clock,
 	})
 	if err != nil {
 		cancel()
@@ -146,9 +147,11 @@ func newSilenceClock(window time.Duration) *silenceClock { return &silenceClock{
 
 func (c *silenceClock) Now() time.Time { return time.Now() }
 
-func (c *silenceClock) NewTimer(d time.Duration) device.Timer {
+func (c *silenceClock) NewTicker(d time.Duration) clock.Ticker { return clock.Real.NewTicker(d) }
+
+func (c *silenceClock) NewTimer(d time.Duration) clock.Timer {
 	if d != c.window {
-		return device.RealClock.NewTimer(d)
+		return clock.Real.NewTimer(d)
 	}
 	st := &silenceTimer{c: c, ch: make(chan time.Time, 1)}
 	c.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
@@ -140,7 +141,7 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := shoesim.New(shoesim.Options{Seed: 7, Decks: 8, Coups: coups}, pty, shoesim.NewVirtualClock(time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)), mqQuiet())
+	sim, err := shoesim.New(shoesim.Options{Seed: 7, Decks: 8, Coups: coups}, pty, clock.NewVirtual(time.Date(2026, 11, 22, 20, 0, 0, 0, time.UTC)), mqQuiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,15 +28,10 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
-
-// stormClock stands still: no refusal token comes back and no summary falls
-// due during the storm, so the rows the storm may write are exact.
-type stormClock struct{ t time.Time }
-
-func (c stormClock) Now() time.Time { return c.t }
 
 // stormJunk is the i-th hostile command: every other one oversized (the
 // connection cuts it at MaxBytes+1), the rest malformed in various ways.
@@ -95,7 +90,9 @@ func commandStorm(t *testing.T, m *MQTTSection) {
 		t.Fatal(err)
 	}
 	defer pty.Close()
-	clock := stormClock{time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)}
+	// The clock stands still: no refusal token comes back and no summary
+	// falls due during the storm, so the rows the storm may write are exact.
+	clk := clock.NewFake(time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC))
 	trail := filepath.Join(dir, "trail.db")
 	c := Config{
 		TableID: table,
@@ -111,7 +108,7 @@ func commandStorm(t *testing.T, m *MQTTSection) {
 	commits := newCommitLog()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ctl, err := Start(ctx, c, coup.DefaultTableConfig(p), mqQuiet(), Hooks{Clock: clock, OnCommit: commits.add})
+	ctl, err := Start(ctx, c, coup.DefaultTableConfig(p), mqQuiet(), Hooks{Clock: clk, OnCommit: commits.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +153,7 @@ func commandStorm(t *testing.T, m *MQTTSection) {
 	flood := dial("storm")
 	supervisor := dial("supervisor", topics.Topic(mqttpub.TopicCmdReply))
 	sign := func(action string, edit func(*signedcmd.Command)) ([]byte, string) {
-		cmd := signedcmd.Command{Table: table, ID: signedcmd.NewID(), Action: action, Supervisor: "alice", IssuedAt: signedcmd.FormatTime(clock.Now())}
+		cmd := signedcmd.Command{Table: table, ID: signedcmd.NewID(), Action: action, Supervisor: "alice", IssuedAt: signedcmd.FormatTime(clk.Now())}
 		if edit != nil {
 			edit(&cmd)
 		}
@@ -323,7 +320,7 @@ func commandStorm(t *testing.T, m *MQTTSection) {
 	if float64(sum.Count) != summarised || sum.Codes[signedcmd.CodeOversized]+sum.Codes[signedcmd.CodeMalformed] != sum.Count {
 		t.Errorf("the summary %+v; %v summarised", sum, summarised)
 	}
-	if !sum.From.Equal(clock.Now()) || !sum.To.Equal(clock.Now()) {
-		t.Errorf("the summary spans %s to %s; the clock stood at %s", sum.From, sum.To, clock.Now())
+	if !sum.From.Equal(clk.Now()) || !sum.To.Equal(clk.Now()) {
+		t.Errorf("the summary spans %s to %s; the clock stood at %s", sum.From, sum.To, clk.Now())
 	}
 }

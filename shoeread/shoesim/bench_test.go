@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/shoeread"
 )
@@ -27,7 +29,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		b.Run(protocol, func(b *testing.B) {
 			cards, dealt := 0, time.Duration(0)
 			for i := range b.N {
-				sim, ctl := e2e(b, Options{Protocol: protocol, Decks: 8, Seed: uint64(i)}, RealClock, device.Off)
+				sim, ctl := e2e(b, Options{Protocol: protocol, Decks: 8, Seed: uint64(i)}, clock.Real, device.Off)
 				n := 0
 				for _, e := range ctl.dec.events {
 					if e.Kind == shoeread.KindCard {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/shoeread"
@@ -96,7 +98,7 @@ func (c *controller) waitBytes(ctx context.Context, n int64) error {
 // e2e runs opts through a pseudo-terminal into a controller and returns
 // once the controller has read every byte the simulator wrote and its Link
 // has stopped.
-func e2e(t testing.TB, opts Options, clock Clock, silentAfter device.Duration) (*Sim, *controller) {
+func e2e(t testing.TB, opts Options, clk clock.Clock, silentAfter device.Duration) (*Sim, *controller) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
@@ -122,7 +124,7 @@ func e2e(t testing.TB, opts Options, clock Clock, silentAfter device.Duration) (
 	// Unplug only once the controller has read everything: then an unplug
 	// loses nothing but the line, which is what the test is about.
 	opts.BeforeUnplug = ctl.waitBytes
-	sim, err := New(opts, line, clock, quietLog())
+	sim, err := New(opts, line, clk, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func e2e(t testing.TB, opts Options, clock Clock, silentAfter device.Duration) (
 func TestEndToEndWholeShoe(t *testing.T) {
 	for _, protocol := range []string{ProtocolV1, ProtocolBeetek} {
 		t.Run(protocol+"/full speed", func(t *testing.T) {
-			sim, ctl := e2e(t, Options{Protocol: protocol, Seed: 31, Decks: 8}, RealClock, device.Off)
+			sim, ctl := e2e(t, Options{Protocol: protocol, Seed: 31, Decks: 8}, clock.Real, device.Off)
 			rec := sim.Record()
 			sameEvents(t, ctl.dec.got, expected(rec, protocol))
 			cards := 0
@@ -169,7 +171,7 @@ func TestEndToEndWholeShoe(t *testing.T) {
 		})
 		t.Run(protocol+"/paced", func(t *testing.T) {
 			o := Options{Protocol: protocol, Seed: 32, Coups: 8, CardPace: 2 * time.Millisecond, CoupPace: 25 * time.Millisecond, Heartbeat: 5 * time.Millisecond}
-			sim, ctl := e2e(t, o, RealClock, device.Off)
+			sim, ctl := e2e(t, o, clock.Real, device.Off)
 			rec := sim.Record()
 			sameEvents(t, ctl.dec.got, expected(rec, protocol))
 			hb := 0
@@ -214,7 +216,7 @@ func TestEndToEndUnplugReplug(t *testing.T) {
 			// A short pace keeps the unplugs apart: each is over before
 			// the next is due.
 			o := Options{Protocol: protocol, Seed: 33, Coups: 12, CardPace: 5 * time.Millisecond, CoupPace: 100 * time.Millisecond, Faults: faults}
-			sim, ctl := e2e(t, o, RealClock, device.Off)
+			sim, ctl := e2e(t, o, clock.Real, device.Off)
 			rec := sim.Record()
 			sameEvents(t, ctl.dec.got, expected(rec, protocol))
 			cards := 0
@@ -270,7 +272,7 @@ func TestEndToEndFaults(t *testing.T) {
 				silentAfter = device.Duration(200 * time.Millisecond)
 			}
 			o := Options{Protocol: protocol, Seed: 34, Coups: 12, Faults: faults}
-			sim, ctl := e2e(t, o, RealClock, silentAfter)
+			sim, ctl := e2e(t, o, clock.Real, silentAfter)
 			rec := sim.Record()
 			sameEvents(t, ctl.dec.got, expected(rec, protocol))
 			byKind := map[FaultKind][]Injected{}

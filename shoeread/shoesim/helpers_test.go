@@ -14,13 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/shoeread"
 )
 
 // memLine is a Line in memory: it keeps every byte written and notes when it
 // was unplugged and plugged back, by the clock.
 type memLine struct {
-	clock   Clock
+	clock   clock.Clock
 	buf     bytes.Buffer
 	plugged bool
 	// plugs notes each Unplug and Replug with the bytes written before it.
@@ -33,7 +35,7 @@ type plugNote struct {
 	offset int
 }
 
-func newMemLine(c Clock) *memLine { return &memLine{clock: c, plugged: true} }
+func newMemLine(c clock.Clock) *memLine { return &memLine{clock: c, plugged: true} }
 
 func (l *memLine) Write(ctx context.Context, p []byte) error {
 	if !l.plugged {
@@ -69,7 +71,7 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // runMem plays opts into memory on a virtual clock.
 func runMem(t *testing.T, opts Options) (*Sim, *memLine) {
 	t.Helper()
-	clk := NewVirtualClock(epoch)
+	clk := clock.NewVirtual(epoch)
 	line := newMemLine(clk)
 	sim, err := New(opts, line, clk, quietLog())
 	if err != nil {

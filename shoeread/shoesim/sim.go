@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/shoeread"
 )
@@ -81,7 +83,7 @@ type Record struct {
 type Sim struct {
 	plan  *Plan
 	line  Line
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 
 	seq      uint32    // the last sequence number used; heartbeats carry it
@@ -99,8 +101,10 @@ type Sim struct {
 }
 
 // New plans the run opts describe and returns a Sim that will play it on
-// line. clock is RealClock when nil, log slog.Default() when nil.
-func New(opts Options, line Line, clock Clock, log *slog.Logger) (*Sim, error) {
+// line. Its clock paces the dealing, heartbeats, silences and unplugs
+// (clock.Real when nil; a virtual clock deals at full speed), log is
+// slog.Default() when nil.
+func New(opts Options, line Line, clk clock.Clock, log *slog.Logger) (*Sim, error) {
 	p, err := NewPlan(opts)
 	if err != nil {
 		return nil, err
@@ -108,13 +112,10 @@ func New(opts Options, line Line, clock Clock, log *slog.Logger) (*Sim, error) {
 	if line == nil {
 		return nil, errors.New("shoesim: no line to send on")
 	}
-	if clock == nil {
-		clock = RealClock
-	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Sim{plan: p, line: line, clock: clock, log: log, plugged: true, faultIdx: map[*Fault]int{}}, nil
+	return &Sim{plan: p, line: line, clock: clock.Or(clk), log: log, plugged: true, faultIdx: map[*Fault]int{}}, nil
 }
 
 // Plan is the run the Sim plays.
@@ -314,7 +315,7 @@ func (s *Sim) wait(ctx context.Context, d time.Duration, heartbeats bool) error 
 		if !s.plugged && s.replugAt.Before(wake) {
 			wake = s.replugAt
 		}
-		if err := s.clock.Sleep(ctx, wake.Sub(now)); err != nil {
+		if err := clock.Sleep(ctx, s.clock, wake.Sub(now)); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/clock"
+
 	"github.com/tablectl/tablectl/shoeread"
 )
 
@@ -167,7 +169,7 @@ func TestSimUnplugHoldsOutput(t *testing.T) {
 			Faults: []Fault{{Kind: FaultUnplug, Coup: 3, Card: 1, For: time.Minute}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := NewVirtualClock(epoch)
+			clk := clock.NewVirtual(epoch)
 			line := newMemLine(clk)
 			var hookSaw []int64
 			tt.o.BeforeUnplug = func(ctx context.Context, written int64) error {
@@ -217,7 +219,7 @@ func TestSimUnplugHoldsOutput(t *testing.T) {
 // With linger, a shoe whose plan is done idles with heartbeats until told
 // to stop.
 func TestSimLingers(t *testing.T) {
-	clk := NewVirtualClock(epoch)
+	clk := clock.NewVirtual(epoch)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	line := &countingLine{memLine: newMemLine(clk), after: 5, cancel: cancel}
@@ -255,7 +257,7 @@ func (l *countingLine) Write(ctx context.Context, p []byte) error {
 
 // A failing line stops the run with an error saying so.
 func TestSimWriteError(t *testing.T) {
-	sim, err := New(Options{Seed: 1}, failLine{}, NewVirtualClock(epoch), quietLog())
+	sim, err := New(Options{Seed: 1}, failLine{}, clock.NewVirtual(epoch), quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
