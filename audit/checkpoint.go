@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
@@ -52,17 +53,53 @@ func (c Checkpoint) Message() []byte {
 	return b.Bytes()
 }
 
+// Signer signs checkpoints with an Ed25519 key: an ed25519.PrivateKey read
+// from a PEM file, or a key that never leaves a hardware token. Its Public
+// must be an ed25519.PublicKey, and Sign must sign the message itself
+// (crypto.Hash(0)), as ed25519.PrivateKey does.
+type Signer = crypto.Signer
+
+// checkSigner returns k, or nil for no key (a nil ed25519.PrivateKey in the
+// interface included), or an error if k is not an Ed25519 signer.
+func checkSigner(k Signer) (Signer, error) {
+	if k == nil {
+		return nil, nil
+	}
+	if pk, ok := k.(ed25519.PrivateKey); ok {
+		if pk == nil {
+			return nil, nil
+		}
+		if len(pk) != ed25519.PrivateKeySize {
+			return nil, fmt.Errorf("checkpoint key: %d bytes, want an Ed25519 private key of %d", len(pk), ed25519.PrivateKeySize)
+		}
+	}
+	if _, ok := k.Public().(ed25519.PublicKey); !ok {
+		return nil, fmt.Errorf("checkpoint key: a %T public key, want Ed25519", k.Public())
+	}
+	return k, nil
+}
+
+// SignerPublic is the Ed25519 public half of a checkpoint signer.
+func SignerPublic(k Signer) ed25519.PublicKey {
+	pub, _ := k.Public().(ed25519.PublicKey)
+	return pub
+}
+
 // signCheckpoint makes the checkpoint of head for table, signed with key at t.
-func signCheckpoint(key ed25519.PrivateKey, table string, head Head, t time.Time) Checkpoint {
+func signCheckpoint(key Signer, table string, head Head, t time.Time) (Checkpoint, error) {
 	c := Checkpoint{
 		Table:    table,
 		Seq:      head.Seq,
 		HeadHash: head.Hash,
 		SignedAt: t.UTC(),
-		KeyID:    KeyID(key.Public().(ed25519.PublicKey)),
+		KeyID:    KeyID(SignerPublic(key)),
 	}
-	c.Signature = ed25519.Sign(key, c.Message())
-	return c
+	sig, err := key.Sign(nil, c.Message(), crypto.Hash(0))
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("sign checkpoint %d: %w", c.Seq, err)
+	}
+	c.Signature = sig
+	return c, nil
 }
 
 // VerifySignature checks c's signature with pub. It fails if pub is not the

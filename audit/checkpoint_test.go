@@ -12,7 +12,11 @@ import (
 
 func sampleCheckpoint() Checkpoint {
 	head, _ := ParseHash("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff")
-	return signCheckpoint(testKey(), "T1", Head{Seq: 42, Hash: head}, time.Date(2025, 3, 14, 15, 9, 26, 500000000, time.FixedZone("CET", 3600)))
+	c, err := signCheckpoint(testKey(), "T1", Head{Seq: 42, Hash: head}, time.Date(2025, 3, 14, 15, 9, 26, 500000000, time.FixedZone("CET", 3600)))
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 func TestCheckpointMessage(t *testing.T) {

@@ -2,12 +2,14 @@ package audit
 
 import (
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,7 +41,10 @@ func TestGenerateAndLoadKeys(t *testing.T) {
 	if !pub.Equal(priv.Public()) {
 		t.Fatal("public key file does not match the private key")
 	}
-	c := signCheckpoint(priv, "T1", Head{Seq: 1}, newStepClock().Now())
+	c, err := signCheckpoint(priv, "T1", Head{Seq: 1}, newStepClock().Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.VerifySignature(pub); err != nil {
 		t.Fatal(err)
 	}
@@ -130,5 +135,37 @@ func TestParseOpenSSLKeys(t *testing.T) {
 	priv, err := ParsePrivateKey([]byte("-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIJ1hsZ3v/VpguoRK9JLsLMREScVpezJpGXA7rAMcrn9g\n-----END PRIVATE KEY-----\n"))
 	if err != nil || !priv.Equal(testKey()) {
 		t.Fatalf("private key: %v", err)
+	}
+}
+
+func TestCheckSigner(t *testing.T) {
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		key    Signer
+		nilKey bool
+		errs   string
+	}{
+		{"none", nil, true, ""},
+		{"nil Ed25519 key", ed25519.PrivateKey(nil), true, ""},
+		{"Ed25519", testKey(), false, ""},
+		{"short Ed25519", testKey()[:40], false, "40 bytes"},
+		{"ECDSA", ec, false, "want Ed25519"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := checkSigner(tc.key)
+			if tc.errs != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errs) {
+					t.Fatalf("err %v, want one saying %q", err, tc.errs)
+				}
+				return
+			}
+			if err != nil || (k == nil) != tc.nilKey {
+				t.Fatalf("key %v err %v, want nil key %v", k, err, tc.nilKey)
+			}
+		})
 	}
 }

@@ -28,7 +28,7 @@ type RecorderOptions struct {
 	// Clock stamps inputs and rows; nil is the system clock.
 	Clock clock.Clock
 	// Key signs checkpoints; CheckpointEvery is how often (events).
-	Key             ed25519.PrivateKey
+	Key             Signer
 	CheckpointEvery int64
 	Logger          *slog.Logger
 	// OnCommit is called after every commit, in commit order, while the
@@ -94,8 +94,10 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	}
 	if _, err := os.Stat(path); err == nil {
 		vo := VerifyOptions{}
-		if opt.Key != nil {
-			vo.PublicKeys = []ed25519.PublicKey{opt.Key.Public().(ed25519.PublicKey)}
+		if key, err := checkSigner(opt.Key); err != nil {
+			return nil, err
+		} else if key != nil {
+			vo.PublicKeys = []ed25519.PublicKey{SignerPublic(key)}
 		}
 		rep, err := Verify(ctx, path, vo)
 		if err != nil {

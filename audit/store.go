@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"crypto/ed25519"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -33,7 +32,7 @@ type Options struct {
 	// Clock stamps rows and checkpoints; nil is the system clock.
 	Clock clock.Clock
 	// Key signs checkpoints; nil writes none.
-	Key ed25519.PrivateKey
+	Key Signer
 	// CheckpointEvery makes Append sign a checkpoint, in the same
 	// transaction, whenever this many events have been appended since the
 	// last one; 0 signs only on Checkpoint and Close.
@@ -58,7 +57,7 @@ type Store struct {
 	path  string
 	table string
 	clock clock.Clock
-	key   ed25519.PrivateKey
+	key   Signer
 	every int64
 	log   *slog.Logger
 
@@ -84,8 +83,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	if err := checkTableID(opt.Table); err != nil {
 		return nil, err
 	}
-	if opt.Key != nil && len(opt.Key) != ed25519.PrivateKeySize {
-		return nil, fmt.Errorf("checkpoint key: %d bytes, want an Ed25519 private key of %d", len(opt.Key), ed25519.PrivateKeySize)
+	key, err := checkSigner(opt.Key)
+	if err != nil {
+		return nil, err
 	}
 	if opt.CheckpointEvery < 0 {
 		return nil, fmt.Errorf("checkpoint interval %d: want 0 or more", opt.CheckpointEvery)
@@ -93,7 +93,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	s := &Store{
 		path:  path,
 		clock: clock.Or(opt.Clock),
-		key:   opt.Key,
+		key:   key,
 		every: opt.CheckpointEvery,
 		log:   opt.Logger,
 	}
@@ -383,7 +383,10 @@ func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Chec
 		head = Head{Seq: r.Seq, Hash: r.Hash}
 	}
 	if s.key != nil && s.every > 0 && head.Seq-s.lastCP >= s.every {
-		c := signCheckpoint(s.key, s.table, head, s.clock.Now())
+		c, err := signCheckpoint(s.key, s.table, head, s.clock.Now())
+		if err != nil {
+			return nil, nil, &WriteError{Op: "sign checkpoint", Seq: head.Seq, Err: err}
+		}
 		if err := s.insertCheckpoint(ctx, tx, c); err != nil {
 			return nil, nil, err
 		}
@@ -436,7 +439,10 @@ func (s *Store) checkpointLocked() (Checkpoint, error) {
 			return c, nil
 		}
 	}
-	c := signCheckpoint(s.key, s.table, s.head, s.clock.Now())
+	c, err := signCheckpoint(s.key, s.table, s.head, s.clock.Now())
+	if err != nil {
+		return Checkpoint{}, &WriteError{Op: "sign checkpoint", Seq: s.head.Seq, Err: err}
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return Checkpoint{}, &WriteError{Op: "begin", Seq: c.Seq, Err: err}
