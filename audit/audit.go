@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -143,7 +144,34 @@ var (
 	ErrNoKey = errors.New("no checkpoint signing key")
 	// ErrEmptyTrail: there is no row to checkpoint yet.
 	ErrEmptyTrail = errors.New("audit trail is empty")
+	// ErrTampered: the trail holds rows this store did not write (another
+	// program appended them while the controller ran). The store refuses
+	// every further write and signs nothing more, so the rows are never
+	// covered by a checkpoint; the caller must suspend the table, raise
+	// trail_tampered naming the rows (a *TamperError says which), and
+	// leave the trail to surveillance. It also matches ErrWriteFailed: no
+	// input can be recorded.
+	ErrTampered = errors.New("audit trail holds rows this controller did not write")
 )
+
+// TamperError names the rows found in the trail that the store did not
+// write. It matches ErrTampered and ErrWriteFailed.
+type TamperError struct {
+	Path     string
+	From, To int64    // the foreign rows' seqs
+	Kinds    []string // their kinds, in order (the first 16)
+}
+
+func (e *TamperError) Error() string {
+	kinds := strings.Join(e.Kinds, ", ")
+	if n := e.To - e.From + 1; n > int64(len(e.Kinds)) {
+		kinds += fmt.Sprintf(", ... %d more", n-int64(len(e.Kinds)))
+	}
+	return fmt.Sprintf("%v: %s rows %d to %d (%s): nothing more is recorded or signed", ErrTampered, e.Path, e.From, e.To, kinds)
+}
+
+// Is makes a TamperError match ErrTampered and ErrWriteFailed.
+func (e *TamperError) Is(target error) bool { return target == ErrTampered || target == ErrWriteFailed }
 
 // hashDomain opens every row's hash input, so a row hash can never be
 // confused with a hash of anything else.

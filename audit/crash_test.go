@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // fast as it can and prints each acknowledged seq on stdout, until killed.
 func crashChild(path string) int {
 	ctx := context.Background()
-	s, err := Open(ctx, path, Options{Table: "T1", Key: testKey(), CheckpointEvery: 3, Logger: quietLogger()})
+	s, err := Open(ctx, path, Options{Table: "T1", Key: testKey(), CheckpointEvery: 1, Logger: quietLogger()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
 		return 3

@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -155,26 +157,79 @@ func TestReadOnlyWhileRunning(t *testing.T) {
 	requireClean(t, mustVerify(t, path, VerifyOptions{PublicKeys: []ed25519.PublicKey{testPub()}}))
 }
 
-// TestHeadMovedUnderneath covers a commit that reported failure but reached
-// the file: the store continues from the file's head, not its own, so the
-// chain stays whole.
+// TestHeadMovedUnderneath covers the file's head moving past the store's
+// own: rows of a commit that reported failure but reached the file are the
+// store's and stand; rows it did not write make it refuse every further
+// write and sign nothing over them.
 func TestHeadMovedUnderneath(t *testing.T) {
 	ctx := context.Background()
-	s, path := openTest(t, Options{})
-	defer s.Close()
-	appendAll(t, s, sampleEvents(2))
-	// Simulate the lost acknowledgement: roll the in-memory head back.
-	s.mu.Lock()
-	s.head = Head{Seq: 1, Hash: s.head.Hash}
-	s.mu.Unlock()
-	r, err := s.Append(ctx, Event{Kind: "card"})
-	if err != nil {
-		t.Fatal(err)
+	t.Run("own commit that reported failure", func(t *testing.T) {
+		s, path := openTest(t, Options{Key: testKey(), CheckpointEvery: 1})
+		defer s.Close()
+		recs := appendAll(t, s, sampleEvents(3))
+		// The lost acknowledgement: the store believes rows 2-3 failed.
+		s.mu.Lock()
+		s.head, s.attempt = Head{Seq: 1, Hash: recs[0].Hash}, recs[1:]
+		s.mu.Unlock()
+		r, err := s.Append(ctx, Event{Kind: "card"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Seq != 4 {
+			t.Fatalf("append after a lost acknowledgement took seq %d, want 4", r.Seq)
+		}
+		requireClean(t, mustVerify(t, path, VerifyOptions{PublicKeys: []ed25519.PublicKey{testPub()}}))
+	})
+	// Rows appended by another program (the sqlite3 shell on the live
+	// trail: next seq, linked, correct hash, triggers untouched), whatever
+	// the store last tried and failed to commit.
+	for name, attempt := range map[string]func(Record) []Record{
+		"no failed commit":               func(Record) []Record { return nil },
+		"a failed commit of other rows":  func(Record) []Record { return []Record{{Seq: 4, Hash: Hash{1}}} },
+		"a failed commit at another seq": func(r Record) []Record { return []Record{{Seq: 5, Hash: r.Hash}} },
+	} {
+		t.Run("foreign rows, "+name, func(t *testing.T) {
+			s, path := openTest(t, Options{Key: testKey(), CheckpointEvery: 1})
+			recs := appendAll(t, s, sampleEvents(3))
+			forged := forgeRow(t, path, recs[2], "coup_voided", `{"by":"mallory"}`)
+			s.mu.Lock()
+			s.attempt = attempt(forged)
+			s.mu.Unlock()
+			for range 2 { // sticky
+				_, err := s.Append(ctx, Event{Kind: "card"})
+				var te *TamperError
+				if !errors.Is(err, ErrTampered) || !errors.Is(err, ErrWriteFailed) || !errors.As(err, &te) {
+					t.Fatalf("append over a foreign row: %v, want a TamperError", err)
+				}
+				if te.From != 4 || te.To != 4 || !slices.Equal(te.Kinds, []string{"coup_voided"}) {
+					t.Fatalf("tamper error names rows %d-%d %v, want 4-4 [coup_voided]", te.From, te.To, te.Kinds)
+				}
+			}
+			if _, err := s.Checkpoint(ctx); !errors.Is(err, ErrTampered) {
+				t.Fatalf("checkpoint over a foreign row: %v", err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Never signed over, so verify names it.
+			rep := mustVerify(t, path, VerifyOptions{PublicKeys: []ed25519.PublicKey{testPub()}})
+			if got := findingSet(rep.Findings); !slices.Equal(got, []string{"unsigned_rows@4"}) {
+				t.Fatalf("findings %v, want unsigned_rows@4", got)
+			}
+		})
 	}
-	if r.Seq != 3 {
-		t.Fatalf("append after a lost acknowledgement took seq %d, want 3", r.Seq)
-	}
-	requireClean(t, mustVerify(t, path, VerifyOptions{}))
+}
+
+// forgeRow appends a row after prev with the sqlite3 shell, as an insider
+// would: the next seq, linked to prev, with a correct hash.
+func forgeRow(t *testing.T, path string, prev Record, kind, body string) Record {
+	t.Helper()
+	at := formatTime(prev.At.Add(time.Second))
+	r := Record{Seq: prev.Seq + 1, Kind: kind, Body: []byte(body), PrevHash: prev.Hash}
+	r.Hash = rowHash(r.Seq, at, kind, prev.Shoe, prev.Coup, r.Body, r.PrevHash)
+	sqlite3Shell(t, path, fmt.Sprintf(`INSERT INTO events (seq, at, kind, shoe, coup, body, prev_hash, hash) VALUES (%d, '%s', '%s', %d, %d, '%s', '%s', '%s');`,
+		r.Seq, at, kind, prev.Shoe, prev.Coup, body, r.PrevHash, r.Hash))
+	return r
 }
 
 func TestWriteErrorClassification(t *testing.T) {

@@ -298,13 +298,17 @@ func (r *Recorder) fail(err error) {
 	case r.changed <- struct{}{}:
 	default:
 	}
-	if first {
+	tampered := errors.Is(err, ErrTampered)
+	if first && !tampered { // the store logged the tampering itself, naming the rows
 		r.log.Error("audit trail cannot be written: the table is suspended until it can", "err", err)
 	}
 	if r.opt.OnWriteFailure != nil {
 		v := r.table.PitView()
 		v.Suspended = true
 		v.SuspendReason = "audit trail cannot be written"
+		if tampered {
+			v.SuspendReason = "audit trail tampered"
+		}
 		r.opt.OnWriteFailure(err, v)
 	}
 }

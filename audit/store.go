@@ -35,7 +35,10 @@ type Options struct {
 	Key Signer
 	// CheckpointEvery makes Append sign a checkpoint, in the same
 	// transaction, whenever this many events have been appended since the
-	// last one; 0 signs only on Checkpoint and Close.
+	// last one; 0 signs only on Checkpoint and Close. The controller uses
+	// 1: every transaction carries a checkpoint of its own head, so no row
+	// is ever unsigned and a row after the last checkpoint was not written
+	// by the controller.
 	CheckpointEvery int64
 	// BusyTimeout is how long a statement waits for a lock held by a reader
 	// before failing; 0 is 5 seconds.
@@ -67,10 +70,12 @@ type Store struct {
 
 	insEvent, insCheckpoint *sql.Stmt
 
-	mu     sync.Mutex // serialises writes; guards the fields below
-	head   Head       // last committed row
-	lastCP int64      // seq of the last checkpoint, 0 if none
-	closed bool
+	mu       sync.Mutex // serialises writes; guards the fields below
+	head     Head       // last committed row
+	lastCP   int64      // seq of the last checkpoint, 0 if none
+	closed   bool
+	attempt  []Record     // the rows of the last commit that reported failure
+	tampered *TamperError // rows found that this store did not write; sticky
 }
 
 // Open opens the trail at path for writing, creating it if it does not
@@ -345,6 +350,9 @@ func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Chec
 	// Not the caller's ctx: see Append.
 	ctx := context.Background()
 	seq := s.head.Seq + 1
+	if s.tampered != nil {
+		return nil, nil, s.tampered
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, nil, &WriteError{Op: "begin", Seq: seq, Err: err}
@@ -359,11 +367,9 @@ func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Chec
 		return nil, nil, &WriteError{Op: "read head", Seq: seq, Err: err}
 	}
 	if head != s.head {
-		// A commit that reported failure may still have reached the file
-		// (an I/O error after the WAL frame was written). The file is the
-		// truth; the caller will see the row when it reads the trail.
-		s.log.Warn("audit trail head differs from the last acknowledged append; continuing from the file",
-			"path", s.path, "file_seq", head.Seq, "acknowledged_seq", s.head.Seq)
+		if err := s.adopt(ctx, tx, head); err != nil {
+			return nil, nil, err
+		}
 	}
 	insEvent := tx.StmtContext(ctx, s.insEvent)
 	recs = make([]Record, len(events))
@@ -393,9 +399,58 @@ func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Chec
 		cp = &c
 	}
 	if err := tx.Commit(); err != nil {
+		// It may still have reached the disk: remember what it wrote, so
+		// the next commit can tell these rows from someone else's.
+		s.attempt = recs
 		return nil, nil, &WriteError{Op: "commit", Seq: recs[0].Seq, Err: err}
 	}
+	s.attempt = nil
 	return recs, cp, nil
+}
+
+// adopt is called inside a write transaction when the file's head is not
+// the last one this store committed. The one legitimate cause is a commit
+// that reported failure but reached the disk (an I/O error after the WAL
+// frame was written): its rows match the attempt, hash for hash, and are
+// taken as committed. Anything else is rows another program wrote: the
+// store records that, refuses every further write and never signs over
+// them. The caller holds s.mu.
+func (s *Store) adopt(ctx context.Context, tx *sql.Tx, head Head) error {
+	if a := s.attempt; len(a) > 0 && a[0].Seq == s.head.Seq+1 && a[len(a)-1].Seq == head.Seq && a[len(a)-1].Hash == head.Hash {
+		s.log.Warn("audit trail: a commit that reported failure reached the disk; its rows are this controller's and stand",
+			"path", s.path, "from_seq", a[0].Seq, "to_seq", head.Seq)
+		var last sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT max(seq) FROM checkpoints`).Scan(&last); err != nil {
+			return &WriteError{Op: "read checkpoints", Seq: head.Seq, Err: err}
+		}
+		s.head, s.lastCP, s.attempt = head, last.Int64, nil
+		return nil
+	}
+	te := &TamperError{Path: s.path, From: s.head.Seq + 1, To: head.Seq}
+	if head.Seq <= s.head.Seq {
+		te.From, te.To = head.Seq+1, s.head.Seq // rows taken away: name what is gone
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT kind FROM events WHERE seq BETWEEN ? AND ? ORDER BY seq LIMIT 16`, te.From, te.To)
+	if err == nil {
+		for rows.Next() {
+			var k string
+			if rows.Scan(&k) == nil {
+				te.Kinds = append(te.Kinds, k)
+			}
+		}
+		rows.Close()
+	}
+	s.tampered = te
+	s.log.Error("audit trail tampered: rows this controller did not write; nothing more is recorded or signed",
+		"path", s.path, "from_seq", te.From, "to_seq", te.To, "kinds", te.Kinds, "file_head", head.Seq, "own_head", s.head.Seq)
+	return te
+}
+
+// Tampered reports the rows found that this store did not write, if any.
+func (s *Store) Tampered() *TamperError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tampered
 }
 
 func (s *Store) insertCheckpoint(ctx context.Context, tx *sql.Tx, c Checkpoint) error {
@@ -426,6 +481,9 @@ func (s *Store) checkpointLocked() (Checkpoint, error) {
 	ctx := context.Background() // see Append
 	if s.key == nil {
 		return Checkpoint{}, ErrNoKey
+	}
+	if s.tampered != nil {
+		return Checkpoint{}, s.tampered
 	}
 	if s.head.Seq == 0 {
 		return Checkpoint{}, ErrEmptyTrail
@@ -484,7 +542,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	var errs []error
-	if s.key != nil && s.head.Seq > s.lastCP {
+	if s.key != nil && s.head.Seq > s.lastCP && s.tampered == nil {
 		if _, err := s.checkpointLocked(); err != nil {
 			errs = append(errs, fmt.Errorf("final checkpoint: %w", err))
 		}

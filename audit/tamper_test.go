@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -130,6 +131,26 @@ func rehashFrom(t *testing.T, path string, from, to int64) string {
 	return b.String()
 }
 
+// appendRaw is the INSERT an insider would append after the last row of a
+// trail: the next seq, linked, its hash computed over exactly the stored
+// text, at as given.
+func appendRaw(t *testing.T, path, at string) string {
+	t.Helper()
+	rd, err := OpenReader(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := rd.Head(context.Background())
+	rd.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"action":"void","by":"mallory","id":"x1"}`
+	h := rowHash(head.Seq+1, at, "in.cmd", 1, 3, []byte(body), head.Hash)
+	return fmt.Sprintf("INSERT INTO events (seq, at, kind, shoe, coup, body, prev_hash, hash) VALUES (%d, '%s', 'in.cmd', 1, 3, '%s', '%s', '%s');",
+		head.Seq+1, at, body, head.Hash, h)
+}
+
 // TestVerifyCatchesTampering edits, deletes and truncates rows of a real
 // trail with the sqlite3 tool, dropping the triggers first as anyone with
 // the file can, and checks Verify reports exactly what was done.
@@ -152,6 +173,26 @@ func TestVerifyCatchesTampering(t *testing.T) {
 		external bool
 		want     []string
 	}{
+		{
+			name:   "add a table",
+			script: func(string) string { return `CREATE TABLE extra (x INTEGER);` },
+			want:   []string{"altered_schema@0"},
+		},
+		{
+			name:   "add a view",
+			script: func(string) string { return `CREATE VIEW recent AS SELECT seq, kind FROM events;` },
+			want:   []string{"altered_schema@0"},
+		},
+		{
+			name:   "append a forged row, hash and link right",
+			script: func(path string) string { return appendRaw(t, path, "2025-03-14T15:30:00Z") },
+			want:   []string{"unsigned_rows@21"},
+		},
+		{
+			name:   "append a row whose time is not canonical",
+			script: func(path string) string { return appendRaw(t, path, "2025-03-14T15:30:00.000Z") },
+			want:   []string{"malformed@21", "unsigned_rows@21"},
+		},
 		{
 			name:   "only the triggers dropped",
 			script: func(string) string { return dropUpdate + dropDelete },
@@ -235,7 +276,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			script: func(string) string {
 				return dropDelete + dropCPDelete + `DELETE FROM events WHERE seq > 12; DELETE FROM checkpoints WHERE seq > 12;`
 			},
-			want: miss(2),
+			want: append(miss(2), "unsigned_rows@11"),
 		},
 		{
 			name: "truncate and delete the stored checkpoints, external checkpoint",
@@ -243,7 +284,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 				return dropDelete + dropCPDelete + `DELETE FROM events WHERE seq > 12; DELETE FROM checkpoints WHERE seq > 12;`
 			},
 			external: true,
-			want:     append(miss(2), "truncated@20"),
+			want:     append(miss(2), "truncated@20", "unsigned_rows@11"),
 		},
 		{
 			name:   "rewrite the chain behind stored checkpoints",
@@ -256,7 +297,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 				return dropUpdate + dropCPDelete + rehashFrom(t, path, 12, 20) + "DELETE FROM checkpoints WHERE seq > 10;"
 			},
 			external: true,
-			want:     append(miss(2), "checkpoint_mismatch@20"),
+			want:     append(miss(2), "checkpoint_mismatch@20", "unsigned_rows@11"),
 		},
 		{
 			name: "forge a checkpoint signature",
@@ -380,4 +421,22 @@ func TestVerifyFindsRandomTampering(t *testing.T) {
 			t.Errorf("%s: no finding names row %d or %d: %v", q, seq, seq+1, rep.Findings)
 		}
 	}
+}
+
+// TestVerifyWrongKey: a key that signed none of the checkpoints is a wrong
+// key file, reported as unverifiable, not as tampering; a key that signed
+// some of them makes the others findings.
+func TestVerifyWrongKey(t *testing.T) {
+	orig, _ := tamperTrail(t)
+	seed := sha256.Sum256([]byte("someone else"))
+	other := ed25519.NewKeyFromSeed(seed[:]).Public().(ed25519.PublicKey)
+	rep := mustVerify(t, orig, VerifyOptions{PublicKeys: []ed25519.PublicKey{other}})
+	if rep.Tampered() || rep.OK() || rep.SignaturesChecked || !strings.Contains(rep.Unverifiable, KeyID(testPub())) {
+		t.Fatalf("wrong key: tampered %v ok %v checked %v unverifiable %q\n%s", rep.Tampered(), rep.OK(), rep.SignaturesChecked, rep.Unverifiable, reportText(rep))
+	}
+	if txt := reportText(rep); !strings.Contains(txt, "UNVERIFIED") || strings.Contains(txt, "TAMPERED") {
+		t.Fatalf("report:\n%s", txt)
+	}
+	rep = mustVerify(t, orig, VerifyOptions{PublicKeys: []ed25519.PublicKey{other, testPub()}})
+	requireClean(t, rep)
 }

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 )
 
 // FindingKind says what Verify found wrong.
@@ -44,6 +46,11 @@ const (
 	FindingAlteredTrigger FindingKind = "altered_trigger"
 	// FindingAlteredSchema: a table or index is missing or differs.
 	FindingAlteredSchema FindingKind = "altered_schema"
+	// FindingUnsignedRows: rows after the last checkpoint. The controller
+	// signs a checkpoint in every transaction, so such rows were written
+	// by something else (or the trail was cut back to before a checkpoint
+	// and the checkpoint removed). Checked only when keys are given.
+	FindingUnsignedRows FindingKind = "unsigned_rows"
 	// FindingMalformed: a stored value cannot be decoded (wrong type, a
 	// hash that is not 64 hex digits, a time not in stored form).
 	FindingMalformed FindingKind = "malformed"
@@ -91,10 +98,18 @@ type Report struct {
 	Findings          []Finding `json:"findings"`
 	// Omitted counts findings past VerifyOptions.MaxFindings.
 	Omitted int64 `json:"omitted,omitempty"`
+	// Unverifiable says why the signatures could not be checked with the
+	// keys given: no checkpoint is signed by any of them (a wrong key
+	// file, not tampering). OK is then false, but Tampered is not.
+	Unverifiable string `json:"unverifiable,omitempty"`
 }
 
-// OK reports whether the trail is clean.
-func (r *Report) OK() bool { return len(r.Findings) == 0 && r.Omitted == 0 }
+// OK reports whether the trail is clean and, when keys were given, every
+// signature was checked with them.
+func (r *Report) OK() bool { return !r.Tampered() && r.Unverifiable == "" }
+
+// Tampered reports whether Verify found anything wrong with the trail.
+func (r *Report) Tampered() bool { return len(r.Findings) > 0 || r.Omitted > 0 }
 
 func (r *Report) add(limit int, f Finding) {
 	if len(r.Findings) >= limit {
@@ -116,11 +131,17 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "... and %d more findings\n", r.Omitted)
 	}
 	verdict := "OK"
-	if !r.OK() {
-		verdict = fmt.Sprintf("TAMPERED: %d findings", int64(len(r.Findings))+r.Omitted)
-	}
 	sigs := "signatures verified"
-	if !r.SignaturesChecked {
+	switch {
+	case r.Tampered():
+		verdict = fmt.Sprintf("TAMPERED: %d findings", int64(len(r.Findings))+r.Omitted)
+	case r.Unverifiable != "":
+		verdict = "UNVERIFIED"
+	}
+	switch {
+	case r.Unverifiable != "":
+		sigs = "signatures NOT checked: " + r.Unverifiable
+	case !r.SignaturesChecked:
 		sigs = "signatures NOT checked (no public key)"
 	}
 	_, err := fmt.Fprintf(w, "%s: %s table %q, %d events, head seq %d hash %s, %d checkpoints, %s\n",
@@ -239,6 +260,9 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 			if b, ok := body.([]byte); ok {
 				body = string(b)
 			}
+			if t, err := parseTime(asText(vAt)); err != nil || formatTime(t) != asText(vAt) {
+				rep.add(limit, Finding{FindingMalformed, seq, fmt.Sprintf("at %q is not a time in the trail's canonical form", asText(vAt))})
+			}
 			want := rowHash(seq, asText(vAt), asText(vKind), shoe, coup, []byte(asText(body)), prevHash)
 			if want != hash {
 				rep.add(limit, Finding{FindingEdited, seq, fmt.Sprintf("stored hash %s, fields hash to %s", hash, want)})
@@ -261,6 +285,33 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 	keys := make(map[string]ed25519.PublicKey, len(opt.PublicKeys))
 	for _, k := range opt.PublicKeys {
 		keys[KeyID(k)] = k
+	}
+	if len(keys) > 0 {
+		// A key that signed none of the checkpoints is the wrong key file,
+		// not evidence of tampering: say so instead of a finding for each.
+		signers := map[string]bool{}
+		for _, c := range claims {
+			signers[c.KeyID] = true
+		}
+		matched := false
+		for id := range keys {
+			matched = matched || signers[id]
+		}
+		if !matched && len(signers) > 0 {
+			rep.Unverifiable = fmt.Sprintf("the checkpoints are signed by key %s, not by the key given (%s)",
+				strings.Join(slices.Sorted(maps.Keys(signers)), ", "), strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
+			rep.SignaturesChecked = false
+			keys = nil
+		}
+	}
+	if len(opt.PublicKeys) > 0 {
+		var last int64
+		for _, c := range stored {
+			last = max(last, c.Seq)
+		}
+		if rep.Head.Seq > last {
+			rep.add(limit, Finding{FindingUnsignedRows, last + 1, fmt.Sprintf("rows %d to %d come after the last checkpoint (seq %d): the controller signs every commit, so it did not write them", last+1, rep.Head.Seq, last)})
+		}
 	}
 	slices.SortStableFunc(claims, func(a, b claim) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, c := range claims {
@@ -291,7 +342,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 // checkSchemaObjects compares the tables, index and triggers with the ones
 // the store creates.
 func checkSchemaObjects(ctx context.Context, q queryer, report func(Finding)) error {
-	rows, err := q.QueryContext(ctx, `SELECT type, name, coalesce(sql, '') FROM sqlite_schema WHERE type IN ('table', 'index', 'trigger')`)
+	rows, err := q.QueryContext(ctx, `SELECT type, name, coalesce(sql, '') FROM sqlite_schema WHERE type IN ('table', 'index', 'trigger', 'view')`)
 	if err != nil {
 		return fmt.Errorf("read schema: %w", err)
 	}
@@ -326,9 +377,17 @@ func checkSchemaObjects(ctx context.Context, q queryer, report func(Finding)) er
 			report(Finding{Kind: FindingAlteredTrigger, Detail: fmt.Sprintf("trigger %s is %q, want %q", name, normSQL(got.sql), normSQL(schemaTriggers[name]))})
 		}
 	}
+	ours := map[string]bool{}
+	for _, o := range schemaTables {
+		ours[o.name] = true
+	}
 	for _, name := range sortedKeys(have) {
-		if _, known := schemaTriggers[name]; have[name].typ == "trigger" && !known {
-			report(Finding{Kind: FindingAlteredTrigger, Detail: fmt.Sprintf("unknown trigger %s: %q", name, normSQL(have[name].sql))})
+		_, known := schemaTriggers[name]
+		switch o := have[name]; {
+		case o.typ == "trigger" && !known:
+			report(Finding{Kind: FindingAlteredTrigger, Detail: fmt.Sprintf("unknown trigger %s: %q", name, normSQL(o.sql))})
+		case o.typ != "trigger" && !ours[name] && !strings.HasPrefix(name, "sqlite_"):
+			report(Finding{Kind: FindingAlteredSchema, Detail: fmt.Sprintf("%s %s was not created by tablectl: %q", o.typ, name, normSQL(o.sql))})
 		}
 	}
 	return nil

@@ -43,6 +43,7 @@ const (
 	AlertShoeRestarted   AlertKind = "shoe_restarted"          // the shoe rebooted mid-coup
 	AlertWrongBurn       AlertKind = "wrong_burn"              // burn done before (or after) the required count
 	AlertAuditFailed     AlertKind = "audit_write_failed"      // the trail could not be written
+	AlertTrailTampered   AlertKind = "trail_tampered"          // the trail holds rows the controller did not write
 )
 
 // Alert is one active fault holding the table suspended.

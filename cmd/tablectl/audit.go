@@ -63,11 +63,16 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 		return nil
 	})
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	noSigs := fs.Bool("no-signatures", false, "check the chain only: without it, a run with no --pubkey fails")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *db == "" {
 		fmt.Fprintln(fs.Output(), "--db is required")
+		return errUsage
+	}
+	if *noSigs && len(keyFiles) > 0 {
+		fmt.Fprintln(fs.Output(), "--no-signatures and --pubkey exclude each other")
 		return errUsage
 	}
 	var opt audit.VerifyOptions
@@ -97,11 +102,20 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !rep.OK() {
+	switch {
+	case rep.Tampered():
 		return fmt.Errorf("%w: %d findings", errTampered, int64(len(rep.Findings))+rep.Omitted)
+	case rep.Unverifiable != "":
+		return fmt.Errorf("%w: %s", errUnverified, rep.Unverifiable)
+	case len(keyFiles) == 0 && !*noSigs:
+		return fmt.Errorf("%w: no --pubkey given (say --no-signatures to check the chain alone)", errUnverified)
 	}
 	return nil
 }
+
+// errUnverified is returned when the chain holds but the signatures were
+// not checked: a clean chain alone does not prove who wrote it.
+var errUnverified = errors.New("the checkpoint signatures were not verified")
 
 func runAuditExport(args []string, stdout io.Writer) error {
 	fs := newFlagSet("audit export")

@@ -79,14 +79,14 @@ func printDemo(w io.Writer, i controller.DemoInfo) {
   topics           %s/#
                    watch: mosquitto_sub -h %s -p %s -t '%s/#' -v
   HTTP             %s/state  %s/recall  %s/health  %s/metrics
-  audit trail      %s   (tablectl audit verify --db %s)
+  audit trail      %s   (tablectl audit verify --db %s --pubkey %s)
   shoe             %s (pseudo-terminal)
   supervisor key   %s   (keyring %s)
                    try:   go run ./cmd/tablectl suspend --broker %s --table %s --key %s --reason "a test"
                           go run ./cmd/tablectl resume --broker %s --table %s --key %s
 
 Ctrl-C stops it.
-`, i.Table, i.HTTP, i.HTTP, i.PitPassword, i.MQTT, orOff(i.WS), i.Prefix, host, port, i.Prefix, i.HTTP, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.Shoe,
+`, i.Table, i.HTTP, i.HTTP, i.PitPassword, i.MQTT, orOff(i.WS), i.Prefix, host, port, i.Prefix, i.HTTP, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.CheckpointPub, i.Shoe,
 		i.Key, i.Keyring, i.MQTT, i.Table, i.Key, i.MQTT, i.Table, i.Key)
 }
 

@@ -54,6 +54,7 @@ type engine struct {
 	auditSince  int64              // the head when it failed
 	auditAt     time.Time          // when it failed
 	auditReason string             // the last failure, kept for its resolution
+	tampered    bool               // the failure is rows the controller did not write
 	auditRaised bool
 }
 
@@ -200,11 +201,12 @@ func tableAlert(a coup.Alert, rec audit.Record) Alert {
 }
 
 // failing records that the trail cannot be written (since the row head).
-func (e *engine) failing(reason string, head int64, at time.Time) {
+func (e *engine) failing(reason string, head int64, at time.Time, tampered bool) {
 	if e.auditFail == "" {
 		e.auditAt = at.UTC()
 	}
 	e.auditFail, e.auditSince, e.auditReason = reason, head, reason
+	e.tampered = e.tampered || tampered
 }
 
 // retainedMessages are the retained topics whose payload changed since they
@@ -234,6 +236,9 @@ func (e *engine) retainedMessages(force bool) []Message {
 		Suspended: pub.Suspended, SuspendReason: pub.SuspendReason, ShoeDriver: e.driver, ShoeLink: pub.Link, Audit: "ok"}
 	if e.auditFail != "" {
 		st.Audit, st.Suspended = "failing", true
+		if e.tampered {
+			st.Audit, st.SuspendReason = "tampered", "audit trail tampered"
+		}
 		if st.SuspendReason == "" {
 			st.SuspendReason = "audit trail cannot be written"
 		}
@@ -289,6 +294,10 @@ func (e *engine) auditAlert() []Message {
 func (e *engine) auditAlertPayload(state string) Alert {
 	a := Alert{State: state, ID: "audit", Source: SourceAudit, Kind: string(coup.AlertAuditFailed), Suspends: true,
 		Message: "the audit trail cannot be written: " + e.auditReason, At: e.auditAt}
+	if e.tampered {
+		// Never resolved by this controller: the trail goes to surveillance.
+		a.Kind, a.Message = string(coup.AlertTrailTampered), "the audit trail holds rows this controller did not write: "+e.auditReason
+	}
 	if state == AlertResolved {
 		a.Message = "the audit trail is written again after: " + e.auditReason
 		a.Seq, a.At = e.seq, e.at

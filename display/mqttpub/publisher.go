@@ -93,9 +93,10 @@ type queued struct {
 }
 
 type failure struct {
-	reason string
-	head   int64
-	at     time.Time
+	reason   string
+	head     int64
+	at       time.Time
+	tampered bool // the trail holds rows the controller did not write
 }
 
 // group is the messages published for one row; the row is acknowledged
@@ -159,7 +160,7 @@ func (p *Publisher) Commit(c audit.Commit) {
 // pit/alerts say so until the trail takes a row again. It never blocks.
 func (p *Publisher) WriteFailure(err error, _ coup.View) {
 	p.failMu.Lock()
-	p.fail = &failure{reason: err.Error(), head: p.opt.Trail.Head().Seq, at: p.opt.Clock.Now()}
+	p.fail = &failure{reason: err.Error(), head: p.opt.Trail.Head().Seq, at: p.opt.Clock.Now(), tampered: errors.Is(err, audit.ErrTampered)}
 	p.failMu.Unlock()
 	p.poke()
 }
@@ -396,7 +397,7 @@ func (p *Publisher) takeFailure() bool {
 	if f == nil {
 		return false
 	}
-	p.eng.failing(f.reason, f.head, f.at)
+	p.eng.failing(f.reason, f.head, f.at, f.tampered)
 	return true
 }
 

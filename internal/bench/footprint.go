@@ -203,7 +203,7 @@ func benchFootprint(ctx context.Context, o Options, dir string) ([]Row, error) {
 		"profile":  o.Profile,
 		"table":    map[string]any{"result_time": "1ms"},
 		"shoe":     map[string]any{"driver": shoesim.ProtocolV1, "port": map[string]any{"path": pty.Link(), "baud": shoesim.DefaultBaud[shoesim.ProtocolV1]}},
-		"audit":    map[string]any{"path": trail, "checkpoint_key": privPath, "checkpoint_every": 1000},
+		"audit":    map[string]any{"path": trail, "checkpoint_key": privPath},
 		"mqtt":     map[string]any{"broker": o.Broker, "prefix": prefix, "client_id": "tablectl-bench-" + benchID()},
 	}
 	cfgData, err := json.MarshalIndent(cfg, "", "  ")

@@ -176,7 +176,7 @@ func buildBenchTrail(ctx context.Context, path string, tc coup.TableConfig, key 
 	if err != nil {
 		return 0, 0, err
 	}
-	st, err := audit.Open(ctx, path, audit.Options{Table: benchTrailTable, Clock: d.clock, Key: key, CheckpointEvery: 1000, Logger: quietLog()})
+	st, err := audit.Open(ctx, path, audit.Options{Table: benchTrailTable, Clock: d.clock, Key: key, CheckpointEvery: 1, Logger: quietLog()})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -282,7 +282,7 @@ func benchConfig(o Options, link, trail, key, prefix string) controller.Config {
 		TableID: benchTrailTable,
 		Profile: profile,
 		Shoe:    controller.ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
-		Audit:   controller.AuditSection{Path: trail, CheckpointKey: key, CheckpointEvery: 1000},
+		Audit:   controller.AuditSection{Path: trail, CheckpointKey: key},
 		MQTT:    &controller.MQTTSection{Broker: o.Broker, Prefix: prefix, ClientID: "tablectl-bench-" + benchID()},
 	}
 	c.MQTT.Complete(c.TableID, "") // nothing in it can be wrong

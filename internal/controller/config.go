@@ -102,8 +102,11 @@ type AuditSection struct {
 	Path string `json:"path"`
 	// CheckpointKey is the Ed25519 private key (PEM) that signs checkpoints;
 	// keep it outside the trail's directory. Empty writes no checkpoints.
-	CheckpointKey   string `json:"checkpoint_key"`
-	CheckpointEvery int64  `json:"checkpoint_every"`
+	CheckpointKey string `json:"checkpoint_key"`
+	// CheckpointEvery is read only to warn about it: every commit now
+	// carries a signed checkpoint of its own head, so a row after the last
+	// checkpoint is a row the controller did not write.
+	CheckpointEvery int64 `json:"checkpoint_every,omitempty"`
 }
 
 // HTTPSection is the controller's read-only HTTP endpoints.
@@ -245,12 +248,6 @@ func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 		errs = append(errs, errors.New("http.pit_user and http.pit_password_file go together"))
 	}
 	c.Audit.CheckpointKey = under(dir, c.Audit.CheckpointKey)
-	if c.Audit.CheckpointEvery < 0 {
-		errs = append(errs, errors.New("audit.checkpoint_every must not be negative"))
-	}
-	if c.Audit.CheckpointEvery == 0 {
-		c.Audit.CheckpointEvery = 1000
-	}
 	// No broker configured: the embedded one, so the table is never dark.
 	if c.MQTT == nil {
 		c.MQTT = &MQTTSection{}

@@ -20,7 +20,7 @@ func TestDeployExampleConfigParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.TableID != "BAC-07" || tc.Profile.Name != coup.ProfileVIP || tc.Profile.Limits.MinTotal != 1000 ||
-		tc.ResultTime != 3*time.Second || c.Shoe.Port.Baud != 115200 || c.Audit.CheckpointEvery != 1000 {
+		tc.ResultTime != 3*time.Second || c.Shoe.Port.Baud != 115200 {
 		t.Fatalf("parsed %+v %+v", c, tc)
 	}
 }

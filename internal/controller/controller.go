@@ -106,6 +106,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		}
 		key = k
 	}
+	if c.Audit.CheckpointEvery != 0 {
+		log.Warn("audit.checkpoint_every is no longer used: every commit carries a signed checkpoint of its head", "checkpoint_every", c.Audit.CheckpointEvery)
+	}
 	m := metrics.New()
 	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword}
 	// The publisher is made once the trail is open; nothing is committed
@@ -134,7 +137,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		}
 	}
 	rec, err := audit.OpenRecorder(ctx, c.Audit.Path, audit.RecorderOptions{
-		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: c.Audit.CheckpointEvery,
+		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
 	})
 	if err != nil {

@@ -99,7 +99,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		TableID: o.Table,
 		Profile: rawProfile,
 		Shoe:    ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
-		Audit:   AuditSection{Path: trail, CheckpointKey: cpKey, CheckpointEvery: 50},
+		Audit:   AuditSection{Path: trail, CheckpointKey: cpKey},
 		HTTP:    HTTPSection{Listen: o.HTTP, PitUser: "pit"},
 		MQTT:    &MQTTSection{Listen: o.MQTTListen, WSListen: o.MQTTWS, Keyring: keyring},
 	}

@@ -409,7 +409,7 @@ func newRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig) *rig {
 			SilentAfter: device.Off,
 			BackoffMin:  device.Duration(5 * time.Millisecond), BackoffMax: device.Duration(50 * time.Millisecond),
 		}.WithDefaults()},
-		Audit: AuditSection{Path: r.trail, CheckpointKey: priv, CheckpointEvery: 7},
+		Audit: AuditSection{Path: r.trail, CheckpointKey: priv},
 	}
 	r.ctl, err = Start(ctx, cfg, tc, log.With("part", "controller"), Hooks{OnCommit: r.commits.add})
 	if err != nil {

@@ -90,7 +90,7 @@ func newFaultRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig, fo fau
 			Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1], SilentAfter: silent,
 			BackoffMin: device.Duration(5 * time.Millisecond), BackoffMax: device.Duration(50 * time.Millisecond),
 		}.WithDefaults()},
-		Audit: AuditSection{Path: r.trail, CheckpointKey: priv, CheckpointEvery: 7},
+		Audit: AuditSection{Path: r.trail, CheckpointKey: priv},
 	}
 	r.ctl, err = Start(ctx, cfg, tc, log.With("part", "controller"), Hooks{
 		OnCommit: r.commits.add, OnWriteFailure: fo.onWriteFailure, Clock: fo.clock,

@@ -150,7 +150,7 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 		TableID: table,
 		Shoe: ShoeSection{Driver: "v1", Port: device.Config{Path: link, Baud: 115200, SilentAfter: device.Off,
 			BackoffMin: device.Duration(5 * time.Millisecond), BackoffMax: device.Duration(50 * time.Millisecond)}.WithDefaults()},
-		Audit: AuditSection{Path: filepath.Join(dir, "trail.db"), CheckpointKey: cpKey, CheckpointEvery: 20},
+		Audit: AuditSection{Path: filepath.Join(dir, "trail.db"), CheckpointKey: cpKey},
 		MQTT:  m,
 	}
 	if m.Prefix == "" {
