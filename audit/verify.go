@@ -51,6 +51,11 @@ const (
 	// by something else (or the trail was cut back to before a checkpoint
 	// and the checkpoint removed). Checked only when keys are given.
 	FindingUnsignedRows FindingKind = "unsigned_rows"
+	// FindingForgedCommand: a recorded command (in.cmd) whose signature
+	// does not verify with a key the keyring holds for its supervisor, or
+	// that says something else than what was signed. Found by the command
+	// package's CheckTrail, reported here.
+	FindingForgedCommand FindingKind = "forged_command"
 	// FindingMalformed: a stored value cannot be decoded (wrong type, a
 	// hash that is not 64 hex digits, a time not in stored form).
 	FindingMalformed FindingKind = "malformed"
@@ -118,6 +123,10 @@ func (r *Report) add(limit int, f Finding) {
 	}
 	r.Findings = append(r.Findings, f)
 }
+
+// Add adds a finding found by a check outside this package (a recorded
+// command that does not verify, say), within the report's cap.
+func (r *Report) Add(f Finding) { r.add(1000, f) }
 
 // WriteText writes the report for a person: one line per finding, then a
 // summary line.

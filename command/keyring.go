@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/tablectl/tablectl/audit"
 )
@@ -27,6 +28,25 @@ type Key struct {
 	Name      string
 	PublicKey ed25519.PublicKey
 	Actions   []string
+	// NotBefore and NotAfter bound when the key may sign (zero: no
+	// bound). A replaced key stays in the keyring with a NotAfter, so the
+	// commands it signed before still verify when the trail is checked.
+	NotBefore, NotAfter time.Time
+}
+
+// ValidAt reports whether the key may sign a command issued at t.
+func (k Key) ValidAt(t time.Time) bool {
+	return (k.NotBefore.IsZero() || !t.Before(k.NotBefore)) && (k.NotAfter.IsZero() || t.Before(k.NotAfter))
+}
+
+func (k Key) validity() string {
+	f := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	return "valid " + f(k.NotBefore) + " to " + f(k.NotAfter)
 }
 
 // Permits reports whether the key may sign action.
@@ -50,7 +70,10 @@ type keyJSON struct {
 	// PublicKey is the raw 32-byte Ed25519 public key in standard base64.
 	PublicKey string   `json:"public_key"`
 	Actions   []string `json:"actions"`
-	Comment   string   `json:"comment,omitempty"`
+	// NotBefore and NotAfter are RFC 3339 times; either may be left out.
+	NotBefore string `json:"not_before,omitempty"`
+	NotAfter  string `json:"not_after,omitempty"`
+	Comment   string `json:"comment,omitempty"`
 }
 
 // ParseKeyring reads a keyring file strictly: unknown fields, a bad name,
@@ -95,7 +118,25 @@ func ParseKeyring(data []byte) (*Keyring, error) {
 				errs = append(errs, fmt.Errorf("keyring: key %d (%s): unknown action %q", i, e.Name, clip(a)))
 			}
 		}
-		kr.keys = append(kr.keys, Key{Name: e.Name, PublicKey: ed25519.PublicKey(pub), Actions: slices.Clone(e.Actions)})
+		k := Key{Name: e.Name, PublicKey: ed25519.PublicKey(pub), Actions: slices.Clone(e.Actions)}
+		for _, b := range []struct {
+			field, text string
+			to          *time.Time
+		}{{"not_before", e.NotBefore, &k.NotBefore}, {"not_after", e.NotAfter, &k.NotAfter}} {
+			if b.text == "" {
+				continue
+			}
+			t, err := time.Parse(time.RFC3339, b.text)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("keyring: key %d (%s): %s %q: want an RFC 3339 time", i, e.Name, b.field, clip(b.text)))
+				continue
+			}
+			*b.to = t
+		}
+		if !k.NotBefore.IsZero() && !k.NotAfter.IsZero() && !k.NotBefore.Before(k.NotAfter) {
+			errs = append(errs, fmt.Errorf("keyring: key %d (%s): not_before %s is not before not_after %s", i, e.Name, e.NotBefore, e.NotAfter))
+		}
+		kr.keys = append(kr.keys, k)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -130,6 +171,16 @@ func (kr *Keyring) Lookup(name string) []Key {
 		}
 	}
 	return out
+}
+
+// ByID returns the key of name whose id (audit.KeyID) is id.
+func (kr *Keyring) ByID(name, id string) (Key, bool) {
+	for _, k := range kr.keys {
+		if k.Name == name && audit.KeyID(k.PublicKey) == id {
+			return k, true
+		}
+	}
+	return Key{}, false
 }
 
 // Len is the number of keys.

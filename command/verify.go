@@ -28,6 +28,7 @@ const (
 	CodeFuture       = "future"        // issued further ahead than the window
 	CodeReplayed     = "replayed"      // an id already used
 	CodeNotPermitted = "not_permitted" // the key may not sign this action
+	CodeKeyExpired   = "key_expired"   // signed when the key was not valid (before not_before, from not_after)
 	CodeBusy         = "busy"          // too many commands inside the window
 	CodeTable        = "table"         // the table refused it (wrong phase, nothing to void...)
 	CodeTrail        = "audit_write_failed"
@@ -58,14 +59,20 @@ type Verified struct {
 	IssuedAt time.Time
 	// Card is the manual entry's card.
 	Card *coup.Card
+	// Signed is the exact bytes the signature covers; KeyID names the key
+	// that verified it.
+	Signed []byte
+	KeyID  string
 }
 
 // Input is the table input a verified table action becomes; By is the
-// supervisor whose key signed it.
+// supervisor whose key signed it. It carries the signed bytes, the
+// signature and the key id, so the trail can be re-verified (CheckTrail).
 func (v Verified) Input() coup.Input {
 	c := v.Command
 	return coup.Input{Kind: coup.InCmd, Command: &coup.Command{
 		ID: c.ID, Action: c.Action, By: c.Supervisor, Coup: c.Coup, Card: v.Card, Reason: c.Reason,
+		Signed: string(v.Signed), Sig: c.Sig, KeyID: v.KeyID,
 	}}
 }
 
@@ -149,6 +156,9 @@ func (v *Verifier) Verify(payload []byte) (Verified, error) {
 	if key == nil {
 		return fail(CodeBadSignature, "the signature does not verify with %s's key", c.Supervisor)
 	}
+	if !key.ValidAt(p.issued) {
+		return fail(CodeKeyExpired, "%s's key %s is not valid at %s (%s)", c.Supervisor, audit.KeyID(key.PublicKey), c.IssuedAt, key.validity())
+	}
 	if c.Table != v.opt.Table {
 		return fail(CodeWrongTable, "signed for table %q; this is %q", c.Table, v.opt.Table)
 	}
@@ -173,7 +183,7 @@ func (v *Verifier) Verify(payload []byte) (Verified, error) {
 	}
 	// Once issued_at is outside the window the id is refused as stale anyway.
 	v.seen.add(c.ID, p.issued.Add(v.opt.Window))
-	return Verified{Command: c, IssuedAt: p.issued, Card: p.card}, nil
+	return Verified{Command: c, IssuedAt: p.issued, Card: p.card, Signed: p.signed, KeyID: audit.KeyID(key.PublicKey)}, nil
 }
 
 // Remember marks id as used until until, for ids read back from the trail.

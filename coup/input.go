@@ -100,6 +100,14 @@ type Command struct {
 	Card *Card `json:"card,omitempty"`
 	// Reason is the supervisor's words, kept in the trail.
 	Reason string `json:"reason,omitempty"`
+	// Signed is the exact bytes the key signed, Sig the signature (standard
+	// base64) and KeyID the signing key's id. The table ignores them; they
+	// are kept so the trail's record of a command can be re-verified
+	// against the keyring long after (a row forged into the trail cannot
+	// carry a signature that verifies).
+	Signed string `json:"signed,omitempty"`
+	Sig    string `json:"sig,omitempty"`
+	KeyID  string `json:"key_id,omitempty"`
 }
 
 func (in Input) String() string {

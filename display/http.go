@@ -2,9 +2,11 @@ package display
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 
+	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 )
 
@@ -30,10 +32,11 @@ type Endpoints struct {
 
 // Health is the /health answer. Status is "ok", "degraded" (the table's
 // links are not all up: the shoe's or the broker's) or
-// "audit_write_failed"; the other fields say which part is what.
+// "audit_write_failed" ("trail_tampered" when the trail holds rows the
+// controller did not write); the other fields say which part is what.
 type Health struct {
 	Status   string `json:"status"`
-	Audit    string `json:"audit"` // "ok" or "failing"
+	Audit    string `json:"audit"` // "ok", "failing" or "tampered"
 	Error    string `json:"error,omitempty"`
 	ShoeLink string `json:"shoe_link"`
 	Broker   string `json:"broker"`
@@ -44,6 +47,7 @@ const (
 	HealthOK       = "ok"
 	HealthDegraded = "degraded"
 	HealthFailing  = "audit_write_failed"
+	HealthTampered = "trail_tampered"
 )
 
 // Handler serves the controller's read-only endpoints with no Endpoints:
@@ -68,7 +72,7 @@ func NewHandler(src Source, e Endpoints) http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		h := HealthOf(src, e)
 		code := http.StatusOK
-		if h.Status == HealthFailing {
+		if h.Status == HealthFailing || h.Status == HealthTampered {
 			code = http.StatusServiceUnavailable
 		}
 		writeJSON(w, code, h)
@@ -100,6 +104,9 @@ func HealthOf(src Source, e Endpoints) Health {
 	}
 	if err := src.Failing(); err != nil {
 		h.Status, h.Audit, h.Error = HealthFailing, "failing", err.Error()
+		if errors.Is(err, audit.ErrTampered) {
+			h.Status, h.Audit = HealthTampered, "tampered"
+		}
 	}
 	return h
 }

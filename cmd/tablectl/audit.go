@@ -9,7 +9,10 @@ import (
 	"os"
 	"strings"
 
+	signedcmd "github.com/tablectl/tablectl/command"
+
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
 )
 
 func init() {
@@ -64,6 +67,7 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 	})
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noSigs := fs.Bool("no-signatures", false, "check the chain only: without it, a run with no --pubkey fails")
+	keyring := fs.String("keyring", "", "re-verify every recorded command against this supervisors' keyring `file`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -94,6 +98,11 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *keyring != "" {
+		if err := checkCommands(*db, *keyring, rep.Add); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		err = rep.WriteJSON(stdout)
 	} else {
@@ -109,6 +118,29 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: %s", errUnverified, rep.Unverifiable)
 	case len(keyFiles) == 0 && !*noSigs:
 		return fmt.Errorf("%w: no --pubkey given (say --no-signatures to check the chain alone)", errUnverified)
+	}
+	return nil
+}
+
+// checkCommands re-verifies every command the trail at db recorded against
+// the keyring file, reporting each forgery as a forged_command finding.
+func checkCommands(db, keyringFile string, report func(audit.Finding)) error {
+	kr, err := signedcmd.LoadKeyring(keyringFile)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	r, err := audit.OpenReader(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, forged, err := signedcmd.CheckTrail(r.Events(ctx, audit.Query{Kinds: []string{string(coup.InCmd)}}), r.Table(), kr)
+	if err != nil {
+		return err
+	}
+	for _, f := range forged {
+		report(audit.Finding{Kind: audit.FindingForgedCommand, Seq: f.Seq, Detail: f.Detail})
 	}
 	return nil
 }

@@ -39,6 +39,7 @@ func runReplay(args []string, stdout io.Writer) error {
 	prefix := fs.String("prefix", "", "with --publish: the topic prefix (default tablectl/<table>/replay)")
 	speed := fs.Float64("speed", 1, "with --publish: 1 is the recorded pace, 10 ten times faster, 0 no pauses")
 	maxPause := fs.Duration("max-pause", 10*time.Second, "with --publish: the longest pause between inputs")
+	keyring := fs.String("keyring", "", "re-verify every recorded command against this supervisors' keyring `file`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -57,6 +58,12 @@ func runReplay(args []string, stdout io.Writer) error {
 		return err
 	}
 	diffs := rp.Differences()
+	var forged []audit.Finding
+	if *keyring != "" {
+		if err := checkCommands(*db, *keyring, func(f audit.Finding) { forged = append(forged, f) }); err != nil {
+			return err
+		}
+	}
 	enc := json.NewEncoder(stdout)
 	for _, rc := range coups {
 		if (*shoe != 0 && rc.Shoe != *shoe) || (*coupN != 0 && rc.Coup != *coupN) {
@@ -76,11 +83,27 @@ func runReplay(args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "DIFFERENCE at seq %d (%s): %s\n", d.Seq, d.Kind, d.Detail)
 		}
 	}
+	for _, f := range forged {
+		if *asJSON {
+			if err := enc.Encode(f); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(stdout, "FORGED COMMAND at seq %d: %s\n", f.Seq, f.Detail)
+	}
 	if len(diffs) > 0 {
 		return fmt.Errorf("%w: %d rows", errDiffers, len(diffs))
 	}
+	if len(forged) > 0 {
+		return fmt.Errorf("%w: %d recorded commands", errForged, len(forged))
+	}
 	return nil
 }
+
+// errForged makes replay exit non-zero when a recorded command does not
+// verify against the keyring.
+var errForged = errors.New("recorded commands do not verify against the keyring")
 
 func writeReplayedCoup(w io.Writer, rc *audit.ReplayedCoup) {
 	fmt.Fprintf(w, "shoe %d coup %d  [seq %d-%d]  cards %s", rc.Shoe, rc.Coup, rc.FirstSeq, rc.LastSeq, strings.Join(rc.Cards, " "))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
@@ -279,5 +280,50 @@ func TestAdvantageAlert(t *testing.T) {
 	collect()
 	if len(resolved) != len(raised) {
 		t.Fatalf("after the shoe: %d raised, %d resolved", len(raised), len(resolved))
+	}
+}
+
+// TestAuditAlerts: a trail that cannot be written raises audit_write_failed
+// and status says failing; rows the controller did not write raise
+// trail_tampered instead, and status says tampered.
+func TestAuditAlerts(t *testing.T) {
+	at := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		tampered bool
+		kind     coup.AlertKind
+		audit    string
+		reason   string
+	}{
+		{"disk full", false, coup.AlertAuditFailed, "failing", "audit trail cannot be written"},
+		{"foreign rows", true, coup.AlertTrailTampered, "tampered", "audit trail tampered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), quiet())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.failing("why", 7, at, tc.tampered)
+			var alert Alert
+			var st Status
+			for _, m := range e.retainedMessages(true) {
+				switch m.Topic {
+				case e.topics.Topic(TopicPitAlerts):
+					if err := json.Unmarshal(m.Payload, &alert); err != nil {
+						t.Fatal(err)
+					}
+				case e.topics.Topic(TopicStatus):
+					if err := json.Unmarshal(m.Payload, &st); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if alert.Kind != string(tc.kind) || alert.State != AlertRaised || !alert.Suspends || !strings.Contains(alert.Message, "why") {
+				t.Errorf("alert %+v, want %s raised", alert, tc.kind)
+			}
+			if st.Audit != tc.audit || !st.Suspended || st.SuspendReason != tc.reason {
+				t.Errorf("status audit %q suspended %v (%q), want %q (%q)", st.Audit, st.Suspended, st.SuspendReason, tc.audit, tc.reason)
+			}
+		})
 	}
 }

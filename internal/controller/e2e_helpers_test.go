@@ -378,6 +378,7 @@ type rig struct {
 	logs    *syncBuffer
 	trail   string
 	pubKey  string
+	privKey string
 
 	simEnded chan struct{}
 	simErr   error

@@ -1,0 +1,149 @@
+package controller
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/display"
+	"github.com/tablectl/tablectl/internal/testenv"
+	"github.com/tablectl/tablectl/shoeread/shoesim"
+)
+
+// TestFaultTrailTamperedLive is the insider's attack on a running table:
+// with the controller dealing, the sqlite3 shell appends a supervisor's
+// void of the coup in progress to the live trail (in.cmd, command_accepted,
+// coup_voided: the next seqs, linked, with correct hashes, the triggers
+// untouched). The controller must not take the rows in: its next write
+// finds them, suspends the table with trail_tampered naming them, records
+// and signs nothing more; a restart refuses the trail; verify names the
+// rows, and the forged void does not verify against the keyring.
+func TestFaultTrailTamperedLive(t *testing.T) {
+	sqlite3 := testenv.Command(t, "sqlite3", "sqlite3") // the insider's tool
+	failures := make(chan error, 32)
+	r, stop := newFaultRig(t, shoesim.Options{Seed: 911, Coups: 3}, tableConfig(t, nil), faultRig{tampersWithTrail: true,
+		onWriteFailure: func(err error, v coup.View) {
+			if v.SuspendReason != "audit trail tampered" {
+				err = fmt.Errorf("view suspended %v (%q): %w", v.Suspended, v.SuspendReason, err)
+			}
+			select {
+			case failures <- err:
+			default:
+			}
+		}})
+	r.deal(reveal(1))
+	r.deal(coupCard(2, 2))
+	store := r.ctl.rec.Store()
+	head := store.Head()
+	last := lastRow(t, r.trail, head.Seq)
+
+	// The forged void, as three rows.
+	prev, script := last, ""
+	for _, f := range []struct{ kind, body string }{
+		{"in.cmd", `{"command":{"action":"void","by":"mallory","id":"forged-1"},"kind":"in.cmd"}`},
+		{"command_accepted", `{"action":"void","by":"mallory","id":"forged-1"}`},
+		{"coup_voided", `{"by":"mallory","coup":2}`},
+	} {
+		row := audit.Record{Seq: prev.Seq + 1, At: prev.At.Add(time.Second), Kind: f.kind, Shoe: prev.Shoe, Coup: prev.Coup, Body: []byte(f.body), PrevHash: prev.Hash}
+		row.Hash = row.ComputeHash()
+		script += fmt.Sprintf("INSERT INTO events (seq, at, kind, shoe, coup, body, prev_hash, hash) VALUES (%d, '%s', '%s', %d, %d, '%s', '%s', '%s');\n",
+			row.Seq, row.At.UTC().Format(time.RFC3339Nano), row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash, row.Hash)
+		prev = row
+	}
+	cmd := exec.Command(sqlite3, "-bail", r.trail)
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sqlite3 on the live trail: %v\n%s", err, out)
+	}
+
+	// The dealer's next card: the controller's next write.
+	to := coupCard(2, 3)
+	r.gate.release(t, r.simEnded, &r.simErr, to.what, func(op gateOp) bool { return !op.Replug && to.is(op.Sent) })
+	var err error
+	select {
+	case err = <-failures:
+	case <-time.After(guard):
+		t.Fatal("the card after the forged rows: no failure reported")
+	}
+	var te *audit.TamperError
+	if !errors.As(err, &te) || te.From != head.Seq+1 || te.To != head.Seq+3 || !slices.Equal(te.Kinds, []string{"in.cmd", "command_accepted", "coup_voided"}) {
+		t.Fatalf("the card after the forged rows: %v; want a TamperError naming rows %d to %d", err, head.Seq+1, head.Seq+3)
+	}
+	t.Logf("reported: %v", err)
+	w := httptest.NewRecorder()
+	display.Handler(r.ctl.rec).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/health", nil))
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"trail_tampered"`) {
+		t.Fatalf("/health after tampering: %d %s", w.Code, w.Body.String())
+	}
+	if got := store.Head(); got != head {
+		t.Fatalf("the store's head moved from %+v to %+v", head, got)
+	}
+	stop()
+
+	// Nothing was signed over the forged rows, so verify names them.
+	pub, err := audit.LoadPublicKey(r.pubKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Verify(context.Background(), r.trail, audit.VerifyOptions{PublicKeys: []ed25519.PublicKey{pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != audit.FindingUnsignedRows || rep.Findings[0].Seq != head.Seq+1 {
+		t.Fatalf("verify after tampering: %+v", rep.Findings)
+	}
+	// A restart refuses the trail.
+	key, err := audit.LoadPrivateKey(r.privKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := audit.OpenRecorder(context.Background(), r.trail, audit.RecorderOptions{Table: "FAULT-01", Config: r.tc, Key: key, Logger: mqQuiet()}); err == nil || !strings.Contains(err.Error(), "unsigned_rows") {
+		if err == nil {
+			rec.Close()
+		}
+		t.Fatalf("restart on the tampered trail: %v, want it refused for unsigned_rows", err)
+	}
+	// The forged void carries no signature the keyring can verify.
+	kr, err := signedcmd.ParseKeyring([]byte(`{"keys":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := audit.OpenReader(context.Background(), r.trail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	_, forged, err := signedcmd.CheckTrail(rd.Events(context.Background(), audit.Query{From: head.Seq + 1}), "FAULT-01", kr)
+	if err != nil || len(forged) != 1 || forged[0].Seq != head.Seq+1 {
+		t.Fatalf("re-verifying the forged void: %+v %v", forged, err)
+	}
+}
+
+// lastRow reads row seq of the trail.
+func lastRow(t *testing.T, trail string, seq int64) audit.Record {
+	t.Helper()
+	rd, err := audit.OpenReader(context.Background(), trail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for rec, err := range rd.Events(context.Background(), audit.Query{From: seq, To: seq}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	t.Fatalf("row %d missing", seq)
+	return audit.Record{}
+}
