@@ -44,6 +44,9 @@ const (
 	AlertWrongBurn       AlertKind = "wrong_burn"              // burn done before (or after) the required count
 	AlertAuditFailed     AlertKind = "audit_write_failed"      // the trail could not be written
 	AlertTrailTampered   AlertKind = "trail_tampered"          // the trail holds rows the controller did not write
+	AlertShuffleSuspect  AlertKind = "shuffle_suspect"         // a shoe's first cards look unshuffled
+	AlertCoupIncomplete  AlertKind = "coup_incomplete"         // the dealer moved on while the tableau wanted a card
+	AlertShoeProtocol    AlertKind = "shoe_protocol_version"   // the shoe speaks a protocol version the driver does not
 )
 
 // Alert is one active fault holding the table suspended.

@@ -25,13 +25,17 @@ const (
 	// could not be for a while: inputs were lost (GapFrom..GapTo are the
 	// shoe sentences among them, when known).
 	InAuditFailed InputKind = "in.audit_failed"
+	// InRejected records what the shoe sent that its driver rejected: one
+	// sentence with its bytes, or a count of many (a flood of noise is
+	// summarised, not recorded byte for byte).
+	InRejected InputKind = "in.rejected"
 )
 
 // IsInput reports whether an audit kind is an input (as opposed to an event
 // the table derived from one).
 func IsInput(kind string) bool {
 	switch InputKind(kind) {
-	case InCard, InCut, InButton, InStatus, InHello, InGap, InLink, InTick, InCmd, InAuditFailed:
+	case InCard, InCut, InButton, InStatus, InHello, InGap, InLink, InTick, InCmd, InAuditFailed, InRejected:
 		return true
 	}
 	return false
@@ -73,7 +77,28 @@ type Input struct {
 	Reason     string `json:"reason,omitempty"`     // InLink: why
 
 	Command *Command `json:"command,omitempty"` // InCmd
+
+	Rejected *Rejected `json:"rejected,omitempty"` // InRejected
 }
+
+// Rejected is what a shoe driver rejected. One rejected sentence (Count
+// 1) carries its reason and bytes; a summary (Count > 1) the rejections
+// beyond those recorded one by one, by reason, since Since.
+type Rejected struct {
+	// Reason is the driver's reason ("checksum", "version", ...), empty
+	// for a summary; Raw the bytes, escaped and bounded.
+	Reason string `json:"reason,omitempty"`
+	Raw    string `json:"raw,omitempty"`
+	// Bytes is how many bytes were rejected in all.
+	Bytes   int            `json:"bytes"`
+	Count   int            `json:"count"`
+	Reasons map[string]int `json:"reasons,omitempty"`
+	Since   time.Time      `json:"since,omitzero"`
+}
+
+// ReasonVersion is the rejection of a HELO announcing a protocol version
+// the driver does not speak.
+const ReasonVersion = "version"
 
 // Command actions.
 const (
@@ -119,6 +144,10 @@ func (in Input) String() string {
 		return "card " + in.Card.String()
 	case InButton:
 		return "button " + in.Button
+	case InRejected:
+		if in.Rejected != nil {
+			return fmt.Sprintf("rejected %s x%d", in.Rejected.Reason, in.Rejected.Count)
+		}
 	case InCmd:
 		if in.Command != nil {
 			return "command " + in.Command.Action

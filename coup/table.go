@@ -56,7 +56,25 @@ type TableConfig struct {
 	// ResultTime is how long a revealed result stands before the next coup
 	// takes bets.
 	ResultTime time.Duration `json:"result_time"`
+	// Rules is the version of the table's own procedure (not the game's
+	// rules, which never change): a trail replays under the version it
+	// recorded, so a table that moved to a newer one still verifies its
+	// old coups. New tables take CurrentRules.
+	Rules int `json:"rules,omitempty"`
 }
+
+// Versions of the table's procedure.
+const (
+	// RulesFirst is the first (a config with no "rules").
+	RulesFirst = 0
+	// RulesProtect judges each input at its own time against the table's
+	// deadlines, raises coup_incomplete when the dealer moves on from a
+	// coup the tableau has not finished, lets resume clear a card drawn
+	// after a finished coup, and checks each shoe's shuffle.
+	RulesProtect = 1
+	// CurrentRules is the version new tables take.
+	CurrentRules = RulesProtect
+)
 
 // DefaultTableConfig is common casino practice for a profile.
 func DefaultTableConfig(p Profile) TableConfig {
@@ -67,6 +85,7 @@ func DefaultTableConfig(p Profile) TableConfig {
 		CutCard:          CutOneMore,
 		Reveal:           RevealButton,
 		ResultTime:       3 * time.Second,
+		Rules:            CurrentRules,
 	}
 }
 
@@ -92,6 +111,9 @@ func (c *TableConfig) Validate() error {
 	}
 	if c.BettingTime < 0 || c.ResultTime < 0 {
 		return fmt.Errorf("betting and result times must not be negative")
+	}
+	if c.Rules < RulesFirst || c.Rules > CurrentRules {
+		return fmt.Errorf("rules version %d: this build knows %d to %d", c.Rules, RulesFirst, CurrentRules)
 	}
 	return nil
 }
@@ -142,6 +164,8 @@ type Table struct {
 
 	coups  []CoupRecord // completed and voided coups of the current shoe
 	recall []CoupRecord // the last RecallDepth coups across shoes
+
+	shuffle shuffleWatch // the shuffle check's memory (shuffle.go)
 }
 
 // NewTable returns a table with no shoe.
@@ -252,9 +276,10 @@ func (t *Table) Reconfigure(cfg TableConfig) error {
 
 // applier collects the events of one Apply.
 type applier struct {
-	t   *Table
-	in  Input
-	out []Event
+	t       *Table
+	in      Input
+	out     []Event
+	resumed bool // a resumed event was emitted: one per input
 }
 
 func (a *applier) emit(e Event) {
@@ -273,9 +298,21 @@ func (t *Table) Apply(in Input) []Event {
 	if in.ShoeSeq > 0 && in.Kind != InGap {
 		t.lastSeq = in.ShoeSeq
 	}
+	// A deadline that passed before this input came is acted on first, as
+	// its tick would have been: inputs are judged at their own time, not
+	// at whatever moment the timer got round to it (after a restart, a
+	// burst of sentences the shoe sent while the controller was down comes
+	// in with their times spread by the heartbeats between them).
+	if t.cfg.Rules >= RulesProtect && in.Kind != InTick && !t.deadline.IsZero() && !in.At.Before(t.deadline) && !t.Suspended() {
+		a.dueTick(t.deadline)
+	}
 	switch in.Kind {
 	case InCard:
+		inShoe := t.phase != PhaseNoShoe
 		a.card()
+		if inShoe && t.cfg.Rules >= RulesProtect {
+			a.watchShuffle()
+		}
 	case InCut:
 		a.cut()
 	case InButton:
@@ -294,6 +331,8 @@ func (t *Table) Apply(in Input) []Event {
 		a.command()
 	case InAuditFailed:
 		a.auditFailed()
+	case InRejected:
+		a.rejected()
 	default:
 		a.emit(Event{Kind: EvIgnored, Reason: fmt.Sprintf("unknown input %q", in.Kind)})
 	}
@@ -346,7 +385,8 @@ func (a *applier) resolve(by string, drop func(Alert) bool) {
 // and restarts the timer of the phase.
 func (a *applier) resumeIfClear(wasSuspended bool) {
 	t := a.t
-	if wasSuspended && !t.Suspended() {
+	if wasSuspended && !t.Suspended() && !a.resumed {
+		a.resumed = true
 		a.emit(Event{Kind: EvResumed, Phase: t.phase})
 		a.restartTimer()
 	}
@@ -382,8 +422,11 @@ func (a *applier) card() {
 		}
 	}
 	if t.Suspended() {
+		// A card after a finished coup belongs to no coup: resume clears
+		// it and the finished coup stands. Only a coup in progress (bets
+		// closed, or cards dealt and not final) must be voided.
 		needs := NeedsResume
-		if len(t.cards) > 0 || t.phase == PhaseBettingClosed {
+		if t.phase == PhaseBettingClosed || (len(t.cards) > 0 && (!t.final || t.cfg.Rules < RulesProtect)) {
 			needs = NeedsVoid
 		}
 		a.raise(AlertCardSuspended, needs, fmt.Sprintf("%s drawn while the table was suspended", cardName(dc)))
@@ -406,6 +449,18 @@ func (a *applier) card() {
 		a.raise(AlertExtraCard, NeedsResume, fmt.Sprintf("%s drawn after coup %d was complete", cardName(dc), t.coup))
 	case PhaseBettingClosed, PhaseDealing:
 		a.deal(dc)
+	}
+}
+
+// watchShuffle feeds the card to the shuffle check, which suspends the
+// table once per shoe whose first cards look unshuffled.
+func (a *applier) watchShuffle() {
+	in := a.in
+	if in.Unreadable || in.Card == nil || !in.Card.Valid() {
+		return
+	}
+	if why := a.t.shuffle.suspect(*in.Card); why != "" {
+		a.raise(AlertShuffleSuspect, NeedsResume, "shoe "+fmt.Sprint(a.t.shoe)+" may not have been shuffled: "+why)
 	}
 }
 
@@ -616,6 +671,12 @@ func (a *applier) endShoe(reason string) {
 	t.final = false
 	t.deadline = time.Time{}
 	a.emit(Event{Kind: EvShoeEnded, Phase: t.phase, Reason: reason, Coup: t.coup})
+	// A shoe that looked unshuffled is out of play now.
+	if slices.ContainsFunc(t.alerts, func(al Alert) bool { return al.Kind == AlertShuffleSuspect }) {
+		wasSuspended := t.Suspended()
+		a.resolve("shoe end", func(al Alert) bool { return al.Kind == AlertShuffleSuspect })
+		a.resumeIfClear(wasSuspended)
+	}
 }
 
 // ---- shoe events ----
@@ -648,6 +709,18 @@ func (a *applier) cut() {
 func (a *applier) button() {
 	t := a.t
 	b := a.in.Button
+	// The dealer moving on (no more bets for the next coup, reveal, a new
+	// shoe) while the tableau still wants a card: the coup is short, and
+	// no later card may be placed into it.
+	if t.cfg.Rules >= RulesProtect && t.phase == PhaseDealing && t.pending < 0 && !t.Suspended() &&
+		(b == ButtonNoMoreBets || b == ButtonReveal || b == ButtonNewShoe) {
+		want := "another card"
+		if pos, err := Next(t.known()); err == nil && pos != Complete {
+			want = "the " + pos.String() + " card"
+		}
+		a.raise(AlertCoupIncomplete, NeedsCard, fmt.Sprintf("the dealer pressed %s with coup %d holding %d cards; the tableau wants %s", b, t.coup, len(t.cards), want))
+		return
+	}
 	switch b {
 	case ButtonNewShoe:
 		a.startShoe("button")
@@ -731,6 +804,7 @@ func (a *applier) startShoe(by string) {
 	t.shoe++
 	t.coup = 0
 	t.comp = comp
+	t.shuffle.newShoe()
 	t.cutSeen, t.lastCoup = false, 0
 	t.coups = nil
 	t.cards, t.pending = nil, -1
@@ -777,6 +851,21 @@ func (a *applier) linkChange() {
 	}
 }
 
+// rejected: what the driver could not take is only recorded (a lost card
+// shows as a sequence gap), except a shoe speaking another protocol
+// version, whose sentences cannot be trusted at all.
+func (a *applier) rejected() {
+	r := a.in.Rejected
+	if r == nil || r.Reason != ReasonVersion {
+		return
+	}
+	needs := NeedsResume
+	if a.t.midCoup() {
+		needs = NeedsVoid
+	}
+	a.raise(AlertShoeProtocol, needs, "the shoe announced a protocol version the configured driver does not speak ("+r.Raw+"): configure the driver that matches the shoe")
+}
+
 func (a *applier) auditFailed() {
 	t, in := a.t, a.in
 	if in.GapTo > t.lastSeq {
@@ -799,12 +888,28 @@ func (a *applier) tick() {
 		a.emit(Event{Kind: EvIgnored, Reason: "no deadline passed"})
 		return
 	}
+	a.dueTick(a.in.At) // as the first rules had it: the tick's own time
+}
+
+// dueTick acts on the deadline that fell due at at: betting closes, or the
+// result gives way to the next coup (whose betting time starts at at).
+func (a *applier) dueTick(at time.Time) {
+	t := a.t
 	t.deadline = time.Time{}
+	in := a.in
+	a.in.At = at
+	defer func() { a.in = in }()
 	switch {
 	case t.phase == PhaseBettingOpen:
 		a.closeBetting("timer")
 	case t.phase == PhaseResult && t.final:
 		a.nextCoup()
+	}
+	// Betting that opened at at may itself be over by the input's time.
+	if d := t.deadline; in.Kind != InTick && !d.IsZero() && !in.At.Before(d) && t.phase == PhaseBettingOpen {
+		t.deadline = time.Time{}
+		a.in.At = d
+		a.closeBetting("timer")
 	}
 }
 
@@ -981,10 +1086,43 @@ func (a *applier) void(c *Command) {
 	a.resumeIfClear(wasSuspended)
 }
 
+// shortCard places a supervisor's card where the tableau wanted the card
+// a coup_incomplete alert is about.
+func (a *applier) shortCard(c *Command) {
+	t := a.t
+	if c.Card == nil || !c.Card.Valid() {
+		a.refuse(c, "a manual entry needs a card")
+		return
+	}
+	pos, err := Next(t.known())
+	if err != nil || pos == Complete {
+		a.refuse(c, "coup %d wants no card", t.coup)
+		return
+	}
+	if err := t.comp.Remove(*c.Card); err != nil {
+		a.refuse(c, "%v", err)
+		return
+	}
+	wasSuspended := t.Suspended()
+	a.accepted(c)
+	dc := DealtCard{Card: *c.Card, Manual: true, Position: pos}
+	t.cards = append(t.cards, dc)
+	a.resolve(c.By, func(al Alert) bool { return al.Kind == AlertCoupIncomplete })
+	a.emit(Event{Kind: EvCardDealt, Card: &dc, Position: pos.String(), Phase: t.phase})
+	a.resumeIfClear(wasSuspended)
+	a.maybeComplete()
+}
+
 func (a *applier) manualCard(c *Command) {
 	t := a.t
-	if t.pending < 0 {
+	short := t.pending < 0 && t.phase == PhaseDealing &&
+		slices.ContainsFunc(t.alerts, func(al Alert) bool { return al.Kind == AlertCoupIncomplete })
+	if t.pending < 0 && !short {
 		a.refuse(c, "no card is waiting for manual entry")
+		return
+	}
+	if short {
+		a.shortCard(c)
 		return
 	}
 	if c.Card == nil || !c.Card.Valid() {

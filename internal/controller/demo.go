@@ -118,6 +118,12 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	if err != nil {
 		return err
 	}
+	// The simulated dealer stops while the table is suspended, as a dealer
+	// would, and goes on once a supervisor resumes it.
+	sim.HoldWhile(func() bool {
+		_, pit := ctl.Recorder().View()
+		return pit.Suspended
+	})
 	info := DemoInfo{Table: o.Table, CheckpointPub: pubOf(cpKey), MQTT: ctl.broker.URL(), WS: ctl.broker.WSURL(), HTTP: "http://" + ctl.ln.Addr().String(),
 		Prefix: c.MQTT.Prefix, Trail: trail, Shoe: pty.Path(), Key: supKey, Keyring: keyring, PitPassword: pitPassword}
 	ctx, cancel := context.WithCancel(ctx)

@@ -70,6 +70,8 @@ type Options struct {
 	Decks int
 	// Seed decides the order of the cards (see Shuffle) and the noise.
 	Seed uint64
+	// Shuffle is how each shoe is prepared; the default is shuffled.
+	Shuffle ShuffleMode
 	// Shoes is how many shoes to deal, one after another (default 1): each
 	// starts with NEWSHOE and its burn, after the betting time (CoupPace)
 	// that follows the last coup of the shoe before.
@@ -154,6 +156,8 @@ func (o Options) check() error {
 		return fmt.Errorf("%w: cut card rule %d", ErrOptions, o.AfterCut)
 	case o.CardPace < 0 || o.CoupPace < 0 || o.Heartbeat < 0:
 		return fmt.Errorf("%w: negative pace or heartbeat", ErrOptions)
+	case o.Shuffle != ShuffleRandom && o.Shuffle != ShuffleNone && o.Shuffle != ShuffleRiffle && o.Shuffle != ShuffleRepeat:
+		return fmt.Errorf("%w: shuffle %q: want none, riffle or repeat", ErrOptions, clip(string(o.Shuffle)))
 	}
 	if _, err := shoeread.AppendV1(nil, shoeread.Event{Kind: shoeread.KindHello, Seq: 1, Text: o.ShoeID}); err != nil {
 		return fmt.Errorf("%w: shoe id: %w", ErrOptions, err)
@@ -360,7 +364,11 @@ func (b *builder) reach(f Fault) string {
 }
 
 func (b *builder) dealShoe(n int) error {
-	order, err := Shuffle(b.o.Decks, b.o.Seed+uint64(n-1))
+	var prev []coup.Card
+	if len(b.plan.Shoes) > 0 {
+		prev = b.plan.Shoes[len(b.plan.Shoes)-1].Order
+	}
+	order, err := prepared(b.o.Shuffle, b.o.Decks, b.o.Seed, n, prev)
 	if err != nil {
 		return err
 	}

@@ -94,6 +94,8 @@ type Sim struct {
 	held     [][]byte // output while unplugged
 	written  int64
 
+	holding func() bool // HoldWhile's: the dealer waits while it says so
+
 	mu  sync.Mutex
 	rec Record
 	// faultIdx maps a fault (by its place in Plan.Faults) to its Injected.
@@ -159,10 +161,23 @@ func (s *Sim) Run(ctx context.Context, linger bool) error {
 	}
 }
 
+// HoldWhile makes the dealer wait before each sentence while held says
+// so, as a dealer waits while the table is suspended (the shoe keeps its
+// heartbeats). Call it before Run; held is polled every HoldPoll.
+func (s *Sim) HoldWhile(held func() bool) { s.holding = held }
+
+// HoldPoll is how often a held dealer looks again.
+const HoldPoll = 250 * time.Millisecond
+
 func (s *Sim) step(ctx context.Context, st *Step) error {
 	s.at = Position{Shoe: st.At.Shoe, Coup: st.At.Coup}
 	switch st.Op {
 	case OpSend:
+		for s.holding != nil && s.holding() {
+			if err := s.wait(ctx, HoldPoll, true); err != nil {
+				return err
+			}
+		}
 		return s.send(ctx, st)
 	case OpPause:
 		return s.wait(ctx, st.For, true)

@@ -1,0 +1,183 @@
+package coup
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCoupIncomplete: the dealer moving on from a coup the tableau has not
+// finished is a misdeal, and no later card goes into the short coup.
+func TestCoupIncomplete(t *testing.T) {
+	for _, b := range []string{ButtonNoMoreBets, ButtonReveal, ButtonNewShoe} {
+		t.Run(b, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.open()
+			h.cards("2H,3H,KD,KS") // Player 2 must draw
+			h.phase(PhaseDealing, false)
+			h.expect(h.btn(b), "alert:coup_incomplete suspended")
+			al := h.tab.Alerts()[0]
+			if al.Needs != NeedsCard || !strings.Contains(al.Message, "player_3") && !strings.Contains(al.Message, "Player") {
+				t.Logf("alert: %+v", al)
+			}
+			// The dealer's next card is not Player's third.
+			h.expect(h.card("9C"), "alert:card_while_suspended")
+			if n := len(h.tab.Cards()); n != 4 {
+				t.Fatalf("the short coup holds %d cards; a card after it went in", n)
+			}
+			h.expect(h.cmd(Command{Action: ActionResume}), "command_refused")
+			h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved alert_resolved betting_opened resumed")
+		})
+	}
+	t.Run("the missing card entered", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.open()
+		h.cards("2H,7H,KD,KS") // Player 2 draws, Banker 7 stands
+		h.expect(h.btn(ButtonNoMoreBets), "alert:coup_incomplete suspended")
+		c, _ := ParseCard("5D")
+		h.expect(h.cmd(Command{Action: ActionCard, Card: &c}), "command_accepted alert_resolved card_dealt resumed coup_result")
+		if r := h.tab.Result(); r == nil || r.PlayerPoint != 7 {
+			t.Fatalf("result %+v, want Player 7 with the entered 5D", r)
+		}
+	})
+	t.Run("the first rules", func(t *testing.T) {
+		h := newHarness(t, func(c *TableConfig) { c.Rules = RulesFirst })
+		h.open()
+		h.cards("2H,3H,KD,KS")
+		h.expect(h.btn(ButtonNoMoreBets), "input_ignored")
+		h.expect(h.card("9C"), "card_dealt") // into the old coup, as trails of the first rules recorded
+	})
+}
+
+// TestStrayCardWhileSuspended is every phase a suspended table can be in
+// when the dealer draws a card anyway, and what each action then does: a
+// card after a finished coup belongs to no coup (resume clears it and the
+// coup stands); only a coup in progress must be voided.
+func TestStrayCardWhileSuspended(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(h *harness)
+		needs string
+	}{
+		{"betting open", func(h *harness) {
+			h.open()
+			h.cards("2H,3H,KD,KS,5D,9C") // Player 7, Banker 3 draws... complete
+			h.btn(ButtonReveal)
+			h.tick(4 * time.Second) // coup 2 takes bets
+		}, NeedsResume},
+		{"betting closed", func(h *harness) { h.open() }, NeedsVoid},
+		{"dealing", func(h *harness) { h.open(); h.cards("2H,3H") }, NeedsVoid},
+		{"result, cards hidden", func(h *harness) { h.open(); h.cards("9H,3H,KD,KS") }, NeedsVoid},
+		{"result, final", func(h *harness) { h.open(); h.cards("9H,3H,KD,KS"); h.btn(ButtonReveal) }, NeedsResume},
+	}
+	for _, tc := range tests {
+		for _, action := range []string{ActionResume, ActionVoid} {
+			t.Run(tc.name+", "+action, func(t *testing.T) {
+				h := newHarness(t, nil)
+				tc.setup(h)
+				phase, coup := h.tab.Phase(), h.tab.CoupNumber()
+				recalled := len(h.tab.Recall())
+				h.expect(h.cmd(Command{Action: ActionSuspend}), "command_accepted suspended")
+				h.expect(h.card("AS"), "alert:card_while_suspended")
+				if al := h.tab.Alerts()[0]; al.Needs != tc.needs {
+					t.Fatalf("a stray card in %s needs %s, want %s", phase, al.Needs, tc.needs)
+				}
+				evs := h.cmd(Command{Action: action})
+				switch {
+				case action == ActionResume && tc.needs == NeedsResume:
+					h.expect(evs, "command_accepted alert_resolved resumed")
+					if h.tab.Phase() != phase || h.tab.CoupNumber() != coup || len(h.tab.Recall()) != recalled {
+						t.Fatalf("resume moved the table from %s coup %d to %s coup %d", phase, coup, h.tab.Phase(), h.tab.CoupNumber())
+					}
+					if rc := h.tab.Recall(); len(rc) > 0 && rc[len(rc)-1].Voided {
+						t.Fatal("the finished coup was voided by a resume")
+					}
+				case action == ActionResume:
+					h.expect(evs, "command_refused")
+				case tc.needs == NeedsVoid:
+					if got := kinds(evs); !strings.HasPrefix(got, "command_accepted coup_voided alert_resolved") {
+						t.Fatalf("void: %s", got)
+					}
+				default: // void with nothing in progress: refused, resume clears it
+					if got := kinds(evs); got != "command_refused" && !strings.HasPrefix(got, "command_accepted coup_voided") {
+						t.Fatalf("void: %s", got)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestInputsJudgedAtTheirTime: a deadline that passed before an input came
+// is acted on first, so a burst of late sentences (a restart) makes no
+// misdeal that their own timing would not.
+func TestInputsJudgedAtTheirTime(t *testing.T) {
+	for _, rules := range []int{RulesFirst, RulesProtect} {
+		t.Run(fmt.Sprint("rules ", rules), func(t *testing.T) {
+			h := newHarness(t, func(c *TableConfig) { c.Rules = rules; c.BettingTime = 15 * time.Second })
+			h.open()
+			h.cards("9H,3H,KD,KS")
+			h.expect(h.btn(ButtonReveal), "cards_revealed") // a natural: the result came with the fourth card
+			// No tick came (the controller was down); the dealer's next
+			// NOMOREBETS arrives after the result time.
+			h.now = h.now.Add(10 * time.Second)
+			if rules == RulesFirst {
+				h.expect(h.btn(ButtonNoMoreBets), "input_ignored")
+				h.expect(h.card("2C"), "alert:extra_card suspended")
+				return
+			}
+			h.expect(h.btn(ButtonNoMoreBets), "betting_opened betting_closed")
+			h.expect(h.card("2C"), "card_dealt")
+			// The betting time runs out before the next coup's first card:
+			// betting closes by the timer first.
+			h.cards("9C,4D,KC") // Banker 9: a natural
+			h.btn(ButtonReveal)
+			h.now = h.now.Add(3*time.Second + 15*time.Second + time.Second)
+			h.expect(h.card("6D"), "betting_opened betting_closed card_dealt")
+		})
+	}
+}
+
+// TestShuffleSuspect: a shoe dealt in new-deck order is caught within its
+// first 12 cards; resume, or the shoe's end, clears it.
+func TestShuffleSuspect(t *testing.T) {
+	deck := "AS,2S,3S,4S,5S,6S,7S,8S,9S,TS,JS,QS,KS,AD,2D,3D,4D,5D,6D,7D,8D,9D,TD,JD,QD,KD"
+	for _, clear := range []string{ActionResume, ActionShoeEnd} {
+		t.Run(clear, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.btn(ButtonNewShoe)
+			var at int
+			for i, c := range strings.Split(deck, ",") {
+				if evs := h.card(c); strings.Contains(kinds(evs), "alert:shuffle_suspect") {
+					at = i + 1
+					break
+				}
+				if i == 1 {
+					h.btn(ButtonBurnDone) // AS exposed, one burned
+					h.btn(ButtonNoMoreBets)
+				}
+			}
+			if at == 0 || at > 12 {
+				t.Fatalf("a new-deck shoe caught at card %d; want within 12", at)
+			}
+			al := h.tab.Alerts()[len(h.tab.Alerts())-1]
+			if al.Kind != AlertShuffleSuspect || al.Needs != NeedsResume {
+				t.Fatalf("alert %+v", al)
+			}
+			switch clear {
+			case ActionResume:
+				h.cmd(Command{Action: ActionVoid})
+				if h.tab.Suspended() {
+					h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed")
+				}
+			case ActionShoeEnd:
+				h.cmd(Command{Action: ActionVoid})
+				h.cmd(Command{Action: ActionShoeEnd})
+			}
+			if len(h.tab.Alerts()) != 0 {
+				t.Fatalf("alerts left: %+v", h.tab.Alerts())
+			}
+		})
+	}
+}
