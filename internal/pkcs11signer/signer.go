@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/miekg/pkcs11"
@@ -395,6 +396,7 @@ type module struct {
 // acquire loads and initialises the module at path, or takes another
 // reference to it.
 func acquire(path string) (*pkcs11.Ctx, error) {
+	path = moduleKey(path)
 	modules.Lock()
 	defer modules.Unlock()
 	if m := modules.m[path]; m != nil {
@@ -416,9 +418,19 @@ func acquire(path string) (*pkcs11.Ctx, error) {
 	return ctx, nil
 }
 
+// moduleKey is the module's real path: two names of one library (a
+// symbolic link) are one module, initialised once.
+func moduleKey(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		return p
+	}
+	return path
+}
+
 // release drops a reference to the module at path, finalising and
 // unloading it with the last.
 func release(path string) error {
+	path = moduleKey(path)
 	modules.Lock()
 	defer modules.Unlock()
 	m := modules.m[path]

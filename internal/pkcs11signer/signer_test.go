@@ -422,3 +422,35 @@ func BenchmarkSignCheckpoint(b *testing.B) {
 		}
 	})
 }
+
+// TestTwoSignersOneModule opens the key twice, once through a symbolic
+// link to the module: closing one must leave the module initialised for
+// the other (C_Finalize is once per process).
+func TestTwoSignersOneModule(t *testing.T) {
+	h := newSoftHSM(t)
+	h.genKeyPair(t, keyPair{pubLabel: "checkpoint", privLabel: "checkpoint", id: "\x01"})
+	link := filepath.Join(h.dir, "libsofthsm2-link.so")
+	if err := os.Symlink(softHSMModule, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, second := range []string{h.uri("checkpoint"), strings.Replace(h.uri("checkpoint"), softHSMModule, link, 1)} {
+		a, err := Open(h.uri("checkpoint"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Open(second)
+		if err != nil {
+			a.Close()
+			t.Fatal(err)
+		}
+		if err := a.Close(); err != nil {
+			t.Error(err)
+		}
+		if _, err := b.Sign(nil, []byte("still here"), crypto.Hash(0)); err != nil {
+			t.Errorf("%s: sign after the other signer closed: %v", second, err)
+		}
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
