@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/pkcs11signer"
 )
 
 func init() {
@@ -32,6 +35,7 @@ var auditCommands = []struct {
 	{"export", "write a trail's rows as JSON lines", runAuditExport},
 	{"checkpoint", "write a trail's last signed checkpoint to a file (the copy kept elsewhere)", runAuditCheckpoint},
 	{"keygen", "make an Ed25519 checkpoint key pair", runAuditKeygen},
+	{"pubkey", "write the checkpoint public key of a key file or a token's key as PEM", runAuditPubkey},
 }
 
 func runAudit(args []string, stdout io.Writer) error {
@@ -61,7 +65,7 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 		cpFiles = append(cpFiles, s)
 		return nil
 	})
-	fs.Func("pubkey", "checkpoint public key `file`, PEM (repeatable; without one, signatures are not checked)", func(s string) error {
+	fs.Func("pubkey", "checkpoint public key: a PEM `file` or a pkcs11: URI (repeatable; without one, signatures are not checked)", func(s string) error {
 		keyFiles = append(keyFiles, s)
 		return nil
 	})
@@ -88,7 +92,7 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 		opt.Checkpoints = append(opt.Checkpoints, c)
 	}
 	for _, f := range keyFiles {
-		k, err := audit.LoadPublicKey(f)
+		k, err := pkcs11signer.LoadPublic(f)
 		if err != nil {
 			return err
 		}
@@ -200,7 +204,7 @@ func runAuditCheckpoint(args []string, stdout io.Writer) error {
 	fs := newFlagSet("audit checkpoint")
 	db := fs.String("db", "", "trail `file` (required; opened read-only)")
 	out := fs.String("out", "", "checkpoint `file` to write (default: standard output)")
-	pubkey := fs.String("pubkey", "", "refuse a checkpoint that does not verify with this public key `file`")
+	pubkey := fs.String("pubkey", "", "refuse a checkpoint that does not verify with this public key (a PEM `file` or a pkcs11: URI)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -223,7 +227,7 @@ func runAuditCheckpoint(args []string, stdout io.Writer) error {
 	}
 	if *pubkey != "" {
 		var k ed25519.PublicKey
-		if k, err = audit.LoadPublicKey(*pubkey); err != nil {
+		if k, err = pkcs11signer.LoadPublic(*pubkey); err != nil {
 			return err
 		}
 		if err := c.VerifySignature(k); err != nil {
@@ -260,5 +264,58 @@ func runAuditKeygen(args []string, stdout io.Writer) error {
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "private key %s (keep it off the trail's disk)\npublic key  %s\nkey id      %s\n", privPath, pubPath, audit.KeyID(pub))
+	return err
+}
+
+// runAuditPubkey writes the public half of the checkpoint key (as
+// audit.checkpoint_key names it: a PEM private key file or a pkcs11: URI)
+// as a PEM public key file, the form verify's --pubkey and openssl read:
+// what surveillance is handed when the private key is in a token.
+func runAuditPubkey(args []string, stdout io.Writer) error {
+	fs := newFlagSet("audit pubkey")
+	key := fs.String("key", "", "the checkpoint key: a PEM private key `file` or a pkcs11: URI (required)")
+	out := fs.String("out", "", "public key `file` to write (never overwritten; default: standard output)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *key == "" {
+		fmt.Fprintln(fs.Output(), "--key is required")
+		return errUsage
+	}
+	var pub ed25519.PublicKey
+	if pkcs11signer.IsURI(*key) {
+		k, err := pkcs11signer.PublicKey(*key)
+		if err != nil {
+			return err
+		}
+		pub = k
+	} else {
+		k, err := audit.LoadPrivateKey(*key)
+		if err != nil {
+			return err
+		}
+		pub = audit.SignerPublic(k)
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return fmt.Errorf("encode public key: %w", err)
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	if *out == "" {
+		_, err = stdout.Write(data)
+		return err
+	}
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("write public key: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write public key %s: %w", *out, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write public key %s: %w", *out, err)
+	}
+	_, err = fmt.Fprintf(stdout, "public key %s\nkey id     %s\n", *out, audit.KeyID(pub))
 	return err
 }

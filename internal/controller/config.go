@@ -12,6 +12,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/shoeread"
 )
@@ -100,8 +101,10 @@ type ShoeSection struct {
 // AuditSection is the trail and its checkpoint key.
 type AuditSection struct {
 	Path string `json:"path"`
-	// CheckpointKey is the Ed25519 private key (PEM) that signs checkpoints;
-	// keep it outside the trail's directory. Empty writes no checkpoints.
+	// CheckpointKey is the Ed25519 key that signs checkpoints: a PEM private
+	// key file (keep it outside the trail's directory) or a PKCS#11 URI
+	// naming a key that never leaves its token (docs/audit.md). Empty
+	// writes no checkpoints.
 	CheckpointKey string `json:"checkpoint_key"`
 	// CheckpointEvery is read only to warn about it: every commit now
 	// carries a signed checkpoint of its own head, so a row after the last
@@ -247,7 +250,13 @@ func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	if (c.HTTP.PitUser == "") != (c.HTTP.PitPasswordFile == "") {
 		errs = append(errs, errors.New("http.pit_user and http.pit_password_file go together"))
 	}
-	c.Audit.CheckpointKey = under(dir, c.Audit.CheckpointKey)
+	if pkcs11signer.IsURI(c.Audit.CheckpointKey) {
+		if _, err := pkcs11signer.ParseURI(c.Audit.CheckpointKey); err != nil {
+			errs = append(errs, fmt.Errorf("audit.checkpoint_key: %w", err))
+		}
+	} else {
+		c.Audit.CheckpointKey = under(dir, c.Audit.CheckpointKey)
+	}
 	// No broker configured: the embedded one, so the table is never dark.
 	if c.MQTT == nil {
 		c.MQTT = &MQTTSection{}

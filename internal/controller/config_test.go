@@ -36,6 +36,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no port", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{}}`, "shoe.port"},
 		{"no trail", `{"table_id":"T","profile":"vip","shoe":{"port":{"path":"/dev/x"}}}`, "audit.path"},
 		{"bad burn", `{"table_id":"T","profile":"vip","table":{"burn":"lots"},"audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}}`, "burn rule"},
+		{"bad key URI", `{"table_id":"T","profile":"vip","audit":{"path":"a.db","checkpoint_key":"pkcs11:token=t;object=cp?pin-value=1"},"shoe":{"port":{"path":"/dev/x"}}}`, "audit.checkpoint_key: pkcs11 URI: pin-value is refused"},
 		{"trailing", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}} {}`, "after the JSON"},
 	}
 	for _, tt := range tests {

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
@@ -27,6 +26,7 @@ import (
 	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/metrics"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
+	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/shoeread"
 )
@@ -57,6 +57,10 @@ type Controller struct {
 	commands *signedcmd.Handler
 
 	webPitPassword string // the demo's generated pit password
+
+	// closeKey releases the checkpoint key (a token's session) once the
+	// trail is closed.
+	closeKey func() error
 }
 
 // Hooks let callers (the demo, tests, MQTT) see commits.
@@ -98,19 +102,21 @@ func RunFile(ctx context.Context, path string, o MQTTOverride, log *slog.Logger)
 // Start verifies the trail and rebuilds the table from it, and
 // only then opens the shoe's port.
 func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger, hooks Hooks) (*Controller, error) {
-	var key ed25519.PrivateKey
+	var key audit.Signer
+	closeKey := func() error { return nil }
 	if c.Audit.CheckpointKey != "" {
-		k, err := audit.LoadPrivateKey(c.Audit.CheckpointKey)
+		k, closeK, err := pkcs11signer.Load(c.Audit.CheckpointKey)
 		if err != nil {
 			return nil, fmt.Errorf("audit.checkpoint_key: %w", err)
 		}
-		key = k
+		key, closeKey = k, closeK
+		logCheckpointKey(log, k)
 	}
 	if c.Audit.CheckpointEvery != 0 {
 		log.Warn("audit.checkpoint_every is no longer used: every commit carries a signed checkpoint of its head", "checkpoint_every", c.Audit.CheckpointEvery)
 	}
 	m := metrics.New()
-	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword}
+	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey}
 	// The publisher is made once the trail is open; nothing is committed
 	// before then.
 	var pub *mqttpub.Publisher
@@ -141,12 +147,14 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
 	})
 	if err != nil {
+		closeKey()
 		return nil, err
 	}
 	ctl.rec = rec
 	fail := func(err error) (*Controller, error) {
 		ctl.closeMQTT()
 		rec.Close()
+		closeKey()
 		return nil, err
 	}
 	if c.MQTT != nil {
@@ -364,7 +372,29 @@ func (ctl *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("stop: %s did not stop within %s", strings.Join(stuck, ", "), shutdownGrace)
 	}
 	ctl.closeMQTT()
-	return ctl.rec.Close()
+	err := ctl.rec.Close()
+	// The key after the trail: closing the trail signs the last checkpoint.
+	if kerr := ctl.closeKey(); kerr != nil {
+		ctl.log.Warn("closing the checkpoint key", "err", kerr)
+	}
+	return err
+}
+
+// logCheckpointKey says which key signs checkpoints and, for one in a
+// token, warns if the token would let it out.
+func logCheckpointKey(log *slog.Logger, k audit.Signer) {
+	id := audit.KeyID(audit.SignerPublic(k))
+	s, ok := k.(*pkcs11signer.Signer)
+	if !ok {
+		log.Info("checkpoint key from a PEM file", "key_id", id)
+		return
+	}
+	info := s.Info()
+	log.Info("checkpoint key in a PKCS#11 token", "key_id", id, "token", info.Token, "object", info.Object)
+	if info.Exportable() {
+		log.Warn("the checkpoint key can leave its token (CKA_SENSITIVE false or CKA_EXTRACTABLE true): make a non-exportable one (docs/audit.md)",
+			"key_id", id, "sensitive", info.Sensitive, "extractable", info.Extractable)
+	}
 }
 
 // runningParts are the goroutines run starts, by name, so that a stop
