@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"iter"
 
 	"github.com/tablectl/tablectl/coup"
@@ -27,6 +28,9 @@ type ReplayedCoup struct {
 	Voided   bool         `json:"voided,omitempty"`
 	Actions  []string     `json:"actions,omitempty"` // "void by ann"
 	Alerts   []string     `json:"alerts,omitempty"`  // "kind: message"
+	// Rejected are the shoe sentences rejected during the coup: "reason:
+	// bytes", or a count for a summary.
+	Rejected []string     `json:"rejected,omitempty"`
 	Diffs    []Difference `json:"differences,omitempty"`
 }
 
@@ -49,6 +53,14 @@ func ReplayCoups(rows iter.Seq2[Record, error], cfg coup.TableConfig) ([]*Replay
 	}
 	rp, err := Replay(rows, cfg, ReplayVisitor{
 		Input: func(rec Record, in coup.Input, derived []coup.Event, t *coup.Table) {
+			if r := in.Rejected; in.Kind == coup.InRejected && r != nil && t.ShoeNumber() > 0 && t.CoupNumber() > 0 {
+				rc := get(t.ShoeNumber(), t.CoupNumber(), rec.Seq)
+				if r.Count == 1 {
+					rc.Rejected = append(rc.Rejected, r.Reason+": "+r.Raw)
+				} else {
+					rc.Rejected = append(rc.Rejected, fmt.Sprintf("%d more (%d bytes): %v", r.Count, r.Bytes, r.Reasons))
+				}
+			}
 			for _, e := range derived {
 				if e.Coup == 0 {
 					continue

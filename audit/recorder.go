@@ -66,6 +66,7 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	table   *coup.Table
+	lastAt  time.Time // the last input's time: inputs never go back before it
 	failing error     // the last write failure, until a write succeeds again
 	lost    lostInput // what was not recorded while failing
 }
@@ -144,6 +145,7 @@ func probeWritable(path string) error {
 func (r *Recorder) rebuild(ctx context.Context) error {
 	var lastCfg json.RawMessage
 	rp, err := Replay(r.store.Events(ctx, Query{}), r.opt.Config, ReplayVisitor{
+		Input: func(_ Record, in coup.Input, _ []coup.Event, _ *coup.Table) { r.lastAt = in.At },
 		Other: func(rec Record) {
 			if rec.Kind == KindConfig {
 				lastCfg = rec.Body
@@ -220,7 +222,17 @@ func (r *Recorder) SubmitBatch(ctx context.Context, ins []coup.Input) ([]Commit,
 			ins[i].At = r.clock.Now()
 		}
 		// Wall time only, in UTC: what is recorded is what replay will see.
+		// Never before the input recorded last: an estimated time (a
+		// backlog read after a restart) or a clock stepped back would
+		// otherwise run the trail's times backwards.
 		ins[i].At = ins[i].At.Round(0).UTC()
+		last := r.lastAt
+		if i > 0 {
+			last = ins[i-1].At
+		}
+		if ins[i].At.Before(last) {
+			ins[i].At = last
+		}
 	}
 	if r.failing != nil {
 		if err := r.recordOutage(ctx, ins[0].At); err != nil {
@@ -264,6 +276,7 @@ func (r *Recorder) commit(ctx context.Context, ins []coup.Input) ([]Commit, erro
 		r.opt.ObserveCommit(time.Since(start), len(recs))
 	}
 	r.table = next
+	r.lastAt = ins[len(ins)-1].At
 	select {
 	case r.changed <- struct{}{}:
 	default:
@@ -351,6 +364,15 @@ func (r *Recorder) Remaining() coup.Shoe {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.table.Remaining()
+}
+
+// LastInputAt is when the last input recorded came (rebuilt from the trail
+// at start): after a restart, what the shoe sent since waited in its
+// buffer.
+func (r *Recorder) LastInputAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastAt
 }
 
 // LastShoeSeq is the last shoe sequence number recorded, for the reader's

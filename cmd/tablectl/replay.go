@@ -120,6 +120,9 @@ func writeReplayedCoup(w io.Writer, rc *audit.ReplayedCoup) {
 	for _, a := range rc.Actions {
 		fmt.Fprintf(w, "    action %s\n", a)
 	}
+	for _, r := range rc.Rejected {
+		fmt.Fprintf(w, "    rejected %s\n", r)
+	}
 	for _, d := range rc.Diffs {
 		fmt.Fprintf(w, "    DIFFERENCE seq %d %s: %s\n", d.Seq, d.Kind, d.Detail)
 	}

@@ -50,6 +50,14 @@ type Controller struct {
 	// scrape reads its counters.
 	readerMu sync.Mutex
 	reader   *shoeread.Reader
+	clock     clock.Clock
+	downSince time.Time // the last input recorded before this start
+	// backlogMu guards what OnData, OnState and the backlog's timer share.
+	backlogMu   sync.Mutex
+	rejects     *shoeread.RejectLog
+	backlog     *shoeread.Backlog // the shoe's buffer after a start, nil before the port opens
+	pendingLink *coup.Input       // the link's coming up, held until the backlog is read
+	stopped     <-chan struct{}   // Start's context is done
 
 	broker   *mqttbroker.Broker // the embedded broker, nil with one configured
 	conn     *mqttpub.Conn
@@ -167,6 +175,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		return fail(err)
 	}
 	ctl.reader = shoeread.NewReader(drv)
+	ctl.clock, ctl.rejects, ctl.downSince, ctl.stopped = clock.Or(hooks.Clock), shoeread.NewRejectLog(), rec.LastInputAt(), ctx.Done()
 	// Sentences the shoe sent while the controller was down show as a gap.
 	if last := rec.LastShoeSeq(); last > 0 {
 		ctl.reader.Sequencer().Resume(last)
@@ -286,18 +295,45 @@ func (ctl *Controller) submit(in coup.Input) {
 }
 
 func (ctl *Controller) onData(p []byte) {
+	ctl.backlogMu.Lock()
+	defer ctl.backlogMu.Unlock()
+	now := ctl.clock.Now()
 	ctl.readerMu.Lock()
 	evs := ctl.reader.Decode(p)
 	ctl.readerMu.Unlock()
 	ctl.metrics.ShoeEvents(evs)
+	var times []time.Time
+	var ended bool
+	if ctl.backlog != nil {
+		times, ended = ctl.backlog.Stamp(evs, now)
+	}
 	var ins []coup.Input
-	for _, ev := range evs {
-		if ev.Kind == shoeread.KindProtocolError {
+	for i, ev := range evs {
+		var in coup.Input
+		var ok bool
+		if ev.Kind == shoeread.KindProtocolError && !errors.Is(ev.Err, shoeread.ErrSeqBackwards) {
 			ctl.log.Warn("shoe protocol error", "reason", shoeread.Reason(ev.Err), "err", ev.Err, "rejected_bytes", ev.Rejected, "raw", ev.Raw)
+			in, ok = ctl.rejects.Take(ev, now)
+		} else {
+			in, ok = ev.Input(time.Time{})
 		}
-		if in, ok := ev.Input(time.Time{}); ok {
+		if ok {
+			if times != nil {
+				in.At = times[i]
+			}
 			ins = append(ins, in)
 		}
+	}
+	if sum, ok := ctl.rejects.Summary(now, false); ok {
+		if n := len(ins); n > 0 {
+			sum.At = ins[n-1].At
+		}
+		ins = append(ins, sum)
+	}
+	// The link's coming up goes in once the backlog is read: before this
+	// read if it was read live, after it if it was the backlog's last.
+	if ended && times == nil {
+		ctl.flushLink()
 	}
 	// Everything one read of the port brought is committed together: one
 	// fsync for a burst of sentences (group commit), none applied unless all
@@ -305,7 +341,73 @@ func (ctl *Controller) onData(p []byte) {
 	if _, err := ctl.rec.SubmitBatch(context.Background(), ins); err != nil {
 		ctl.log.Warn("shoe inputs not recorded", "inputs", len(ins), "err", err)
 	}
+	if ended {
+		ctl.flushLink()
+		ctl.recordOutage(now)
+	}
 }
+
+// summariseRejects records the count of rejections beyond the verbatim
+// budget once a second, and what is left on the way out (the trail is
+// still open: run closes it after its parts stop).
+func (ctl *Controller) summariseRejects(ctx context.Context) {
+	t := ctl.clock.NewTicker(time.Second)
+	defer t.Stop()
+	flush := func(force bool) {
+		ctl.backlogMu.Lock()
+		defer ctl.backlogMu.Unlock()
+		if sum, ok := ctl.rejects.Summary(ctl.clock.Now(), force); ok {
+			ctl.submit(sum)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			flush(true)
+			return
+		case <-t.C():
+			flush(false)
+		}
+	}
+}
+
+// flushLink records the link's coming up held during the backlog.
+func (ctl *Controller) flushLink() {
+	if in := ctl.pendingLink; in != nil {
+		ctl.pendingLink = nil
+		ctl.submit(*in)
+	}
+}
+
+// backlogIdle ends a backlog that never came: the port opened and the shoe
+// had nothing buffered (or says nothing at all).
+func (ctl *Controller) backlogIdle() {
+	ctl.backlogMu.Lock()
+	defer ctl.backlogMu.Unlock()
+	if ctl.pendingLink == nil {
+		return
+	}
+	ctl.backlog.End()
+	ctl.flushLink()
+	ctl.recordOutage(ctl.clock.Now())
+}
+
+// recordOutage records, once the shoe's buffer is read after a start, how
+// long the controller was not reading and how many sentences came late.
+func (ctl *Controller) recordOutage(now time.Time) {
+	late := ctl.backlog.Late()
+	body := map[string]any{"late_sentences": late, "down_since": ctl.downSince.UTC(), "caught_up": now.Round(0).UTC()}
+	if _, err := ctl.rec.Record(context.Background(), audit.Event{Kind: KindControllerOutage, Body: body}); err != nil {
+		ctl.log.Warn("controller outage not recorded", "err", err)
+		return
+	}
+	ctl.log.Warn("controller outage: the shoe's buffered sentences were judged at the time the shoe sent them",
+		"late_sentences", late, "down_since", ctl.downSince)
+}
+
+// KindControllerOutage is the row that says, once the shoe's buffer has
+// been read after a start, how many sentences came in late.
+const KindControllerOutage = "ctl.controller_outage"
 
 func (ctl *Controller) onState(s device.Status) {
 	in := coup.Input{Kind: coup.InLink}
@@ -325,6 +427,27 @@ func (ctl *Controller) onState(s device.Status) {
 		return
 	}
 	ctl.log.Info("shoe link", "state", s.State, "port", s.Port, "err", s.Err)
+	ctl.backlogMu.Lock()
+	defer ctl.backlogMu.Unlock()
+	if s.State == device.Connected && ctl.backlog == nil {
+		// What the shoe sent while no controller read it is in the port's
+		// buffer now: it is judged at the times the shoe sent it, and the
+		// link's coming up, now, goes in after it.
+		ctl.backlog = shoeread.NewBacklog(ctl.downSince, ctl.clock.Now())
+		if !ctl.backlog.Done() {
+			ctl.pendingLink = &in
+			t := ctl.clock.NewTimer(2 * shoeread.BacklogDrained)
+			go func() {
+				defer t.Stop()
+				select {
+				case <-t.C():
+					ctl.backlogIdle()
+				case <-ctl.stopped:
+				}
+			}()
+			return
+		}
+	}
 	ctl.submit(in)
 }
 
@@ -342,6 +465,7 @@ func (ctl *Controller) Run(ctx context.Context) error {
 	var parts runningParts
 	parts.start("shoe link", func() { ctl.link.Run(ctx) })
 	parts.start("table timers", func() { ctl.rec.RunTimers(ctx) })
+	parts.start("rejection summaries", func() { ctl.summariseRejects(ctx) })
 	if ctl.pub != nil {
 		parts.start("mqtt publisher", func() {
 			if err := ctl.pub.Run(ctx); err != nil {

@@ -379,6 +379,7 @@ type rig struct {
 	trail   string
 	pubKey  string
 	privKey string
+	pty     *shoesim.PTY // the shoe's side of the line, for bytes the simulator would not send
 
 	simEnded chan struct{}
 	simErr   error
@@ -400,6 +401,7 @@ func newRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig) *rig {
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	pty, link := r.openShoe(cancel, dir, opts, log)
+	r.pty = pty
 
 	cfg := Config{
 		TableID: "E2E-01",
@@ -894,6 +896,12 @@ const configTemplate = "testdata/e2e/controller.json.tmpl"
 
 func newProcessRig(t *testing.T, opts shoesim.Options) *processRig {
 	t.Helper()
+	return newProcessRigResult(t, opts, "1ns")
+}
+
+// newProcessRigResult is newProcessRig with the table's result time.
+func newProcessRigResult(t *testing.T, opts shoesim.Options, resultTime string) *processRig {
+	t.Helper()
 	dir := t.TempDir()
 	priv, pub, err := audit.GenerateKey(t.TempDir())
 	if err != nil {
@@ -909,7 +917,7 @@ func newProcessRig(t *testing.T, opts shoesim.Options) *processRig {
 		t.Fatal(err)
 	}
 	var doc bytes.Buffer
-	if err := tmpl.Execute(&doc, map[string]string{"Port": js(r.link), "Key": js(priv)}); err != nil {
+	if err := tmpl.Execute(&doc, map[string]string{"Port": js(r.link), "Key": js(priv), "ResultTime": js(resultTime)}); err != nil {
 		cancel()
 		t.Fatal(err)
 	}

@@ -593,14 +593,15 @@ func TestFaultSerialFlood(t *testing.T) {
 	}
 
 	// The trail: the link's connection, each sentence once, and what they
-	// made; nothing else.
+	// made; the rejected noise, the first RejectBurst runs one by one and
+	// the rest summarised, at most one summary a second; nothing else.
 	ctx := context.Background()
 	rd, err := audit.OpenReader(ctx, r.trail)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	var inputs int
+	var inputs, verbatim, summaries, summarised int
 	for row, err := range rd.Events(ctx, audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
@@ -610,6 +611,15 @@ func TestFaultSerialFlood(t *testing.T) {
 		}
 		in, ok := inputOf(row)
 		if !ok {
+			continue
+		}
+		if in.Kind == coup.InRejected {
+			if in.Rejected.Count == 1 {
+				verbatim++
+			} else {
+				summaries++
+				summarised += in.Rejected.Count
+			}
 			continue
 		}
 		inputs++
@@ -622,6 +632,13 @@ func TestFaultSerialFlood(t *testing.T) {
 	}
 	if inputs != len(steps)+1 {
 		t.Errorf("the trail has %d inputs; the shoe sent %d sentences and the link connected once", inputs, len(steps))
+	}
+	t.Logf("rejected runs in the trail: %d one by one, %d in %d summaries", verbatim, summarised, summaries)
+	if verbatim+summarised != runs {
+		t.Errorf("the trail accounts for %d rejected runs (%d one by one, %d summarised); the reader rejected %d", verbatim+summarised, verbatim, summarised, runs)
+	}
+	if verbatim < shoeread.RejectBurst || verbatim+summaries > shoeread.RejectBurst+2*5 {
+		t.Errorf("%d rejected runs recorded one by one and %d summaries for a flood of a few seconds; want %d, then one a second", verbatim, summaries, shoeread.RejectBurst)
 	}
 	checkRecordedOnce(t, r.trail, r.sim.Record(), last.Seq, nil, 1)
 }

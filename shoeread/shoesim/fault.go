@@ -25,12 +25,13 @@ const (
 	FaultUnplug     FaultKind = "unplug"     // the cable pulled, then plugged back
 	FaultShortBurn  FaultKind = "shortburn"  // BURNDONE pressed one card early (v1)
 	FaultStatus     FaultKind = "status"     // a status report: lid open, a reader fault...
+	FaultShort      FaultKind = "short"      // the dealer forgets a card the tableau wants and reveals
 )
 
 // FaultKinds lists every fault, in the order of FaultSpecHelp.
 var FaultKinds = []FaultKind{
 	FaultNoise, FaultBadSum, FaultDrop, FaultUnreadable, FaultExtra,
-	FaultEarly, FaultImpossible, FaultSilence, FaultUnplug, FaultShortBurn, FaultStatus,
+	FaultEarly, FaultImpossible, FaultSilence, FaultUnplug, FaultShortBurn, FaultStatus, FaultShort,
 }
 
 // Defaults for a fault's argument.
@@ -69,6 +70,9 @@ var ErrFault = errors.New("bad fault")
 //	unplug      the line is unplugged for For (default 2s) before it
 //	extra       after the coup is complete, one more card (Card 0 only)
 //	early       the coup's first card is drawn before NOMOREBETS (Card 0 only)
+//	short       the dealer stops before the card (Card >= 1, a card the
+//	            tableau wants) and presses REVEAL: the card stays in the
+//	            shoe and is the next coup's first
 //	status      a status report (v1 STAT, Bee-Tek alarm) with Status and
 //	            Text (default DefaultStatusText) is sent before it
 //
@@ -109,6 +113,8 @@ const FaultSpecHelp = `a fault to inject (repeatable), SPEC being KIND@[SHOE/]CO
     unreadable      the card is sent as ?? (CARD >= 1)
     extra           one card more than the tableau allows, after the coup
     early           the coup's first card comes before NOMOREBETS
+    short           the dealer forgets the coup's CARD-th card and reveals: it
+                    stays in the shoe (CARD >= 1, a card the tableau wants)
     impossible      a counterfeit copy of a card whose every copy came out in
                     the burn takes the card's place (CARD >= 1)
     silence:DUR     no bytes at all, not even heartbeats (default 2s)
@@ -271,7 +277,7 @@ func (f Fault) check() error {
 		return fmt.Errorf("%d bytes of noise: at most %d", f.N, MaxNoiseBytes)
 	}
 	switch f.Kind {
-	case FaultUnreadable, FaultImpossible:
+	case FaultUnreadable, FaultImpossible, FaultShort:
 		if f.Card == 0 {
 			return fmt.Errorf("%s needs a card: %s@%d.1 for the coup's first", f.Kind, f.Kind, f.Coup)
 		}

@@ -276,6 +276,8 @@ type DealtCoup struct {
 	Extra []coup.Card
 	// CutCard: the cut card came out during this coup.
 	CutCard bool
+	// Short: the dealer moved on before the tableau was done (FaultShort).
+	Short bool
 }
 
 // DealtShoe is one shoe as dealt.
@@ -455,6 +457,13 @@ func (b *builder) dealCoup(n int) error {
 		}
 		if pos == coup.Complete {
 			break
+		}
+		if f := b.fault(FaultShort, len(dc.Cards)+1); f != nil {
+			// The dealer moves on a card short: the card stays in the shoe.
+			b.pause(b.o.CardPace)
+			b.send(shoeread.Event{Kind: shoeread.KindButton, Button: shoeread.ButtonReveal}, f)
+			dc.Short = true
+			return nil
 		}
 		b.pause(b.o.CardPace)
 		if err := b.card(dc); err != nil {

@@ -163,7 +163,8 @@ func (s *Sim) Run(ctx context.Context, linger bool) error {
 
 // HoldWhile makes the dealer wait before each sentence while held says
 // so, as a dealer waits while the table is suspended (the shoe keeps its
-// heartbeats). Call it before Run; held is polled every HoldPoll.
+// heartbeats; it always sends its HELO first). Call it before Run; held is
+// polled every HoldPoll.
 func (s *Sim) HoldWhile(held func() bool) { s.holding = held }
 
 // HoldPoll is how often a held dealer looks again.
@@ -173,7 +174,7 @@ func (s *Sim) step(ctx context.Context, st *Step) error {
 	s.at = Position{Shoe: st.At.Shoe, Coup: st.At.Coup}
 	switch st.Op {
 	case OpSend:
-		for s.holding != nil && s.holding() {
+		for s.holding != nil && s.seq > 0 && s.holding() { // HELO first: a shoe beats only once started
 			if err := s.wait(ctx, HoldPoll, true); err != nil {
 				return err
 			}

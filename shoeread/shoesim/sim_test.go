@@ -391,3 +391,57 @@ func TestSimControllerRestart(t *testing.T) {
 		t.Fatalf("%d restarts, %d with nothing missed: the run must have both kinds", restarts, quiet)
 	}
 }
+
+// TestHoldWhile: a held dealer sends nothing but heartbeats, then deals
+// the whole plan once let go.
+func TestHoldWhile(t *testing.T) {
+	opts := Options{Seed: 3, Coups: 2}
+	free, _ := runMem(t, opts)
+	clk := clock.NewVirtual(epoch)
+	line := newMemLine(clk)
+	sim, err := New(opts, line, clk, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	polls := 0
+	sim.HoldWhile(func() bool {
+		polls++
+		return polls <= 40 // ten seconds of holding, after the HELO
+	})
+	if err := sim.Run(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	var sent, heartbeats int
+	var first, second time.Time
+	for _, s := range sim.Record().Sent {
+		if s.Heartbeat {
+			if sent == 1 {
+				heartbeats++
+			}
+			continue
+		}
+		switch sent {
+		case 0:
+			first = s.Time
+		case 1:
+			second = s.Time
+		}
+		sent++
+	}
+	if want := len(free.Record().Sent) - countHeartbeats(free.Record().Sent); sent != want {
+		t.Fatalf("a held dealer sent %d sentences; the plan has %d", sent, want)
+	}
+	if held := second.Sub(first); heartbeats < 9 || held < 10*time.Second {
+		t.Fatalf("%d heartbeats in %s between HELO and the next sentence; want the shoe beating through 10s of holding", heartbeats, held)
+	}
+}
+
+func countHeartbeats(ss []Sent) int {
+	n := 0
+	for _, s := range ss {
+		if s.Heartbeat {
+			n++
+		}
+	}
+	return n
+}
