@@ -65,4 +65,3 @@ func (l *RejectLog) refill(now time.Time) {
 	}
 	l.last = now
 }
-

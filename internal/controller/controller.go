@@ -48,8 +48,8 @@ type Controller struct {
 
 	// readerMu serialises the reader: the link's goroutine decodes, a
 	// scrape reads its counters.
-	readerMu sync.Mutex
-	reader   *shoeread.Reader
+	readerMu  sync.Mutex
+	reader    *shoeread.Reader
 	clock     clock.Clock
 	downSince time.Time // the last input recorded before this start
 	// backlogMu guards what OnData, OnState and the backlog's timer share.
