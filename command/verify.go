@@ -31,6 +31,10 @@ const (
 	CodeBusy         = "busy"          // too many commands inside the window
 	CodeTable        = "table"         // the table refused it (wrong phase, nothing to void...)
 	CodeTrail        = "audit_write_failed"
+	// CodeQueueFull: dropped unread, because too many commands of its lane
+	// (Screen) waited for the handler. It has no row or reply of its own,
+	// only a count in a KindRefusals row.
+	CodeQueueFull = "queue_full"
 )
 
 // Refusal is a command refused before it reached the table.
