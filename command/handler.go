@@ -159,7 +159,8 @@ type Outcome struct {
 	// only a count in the next KindRefusals row.
 	Summarised bool
 	// Screened marks a command dropped before it was queued: refused by
-	// the Screen, or its queue full (CodeQueueFull).
+	// the Screen, its queue full (CodeQueueFull), or dropped by the embedded
+	// broker (CodeRateLimited).
 	Screened bool
 }
 
@@ -280,17 +281,18 @@ func (h *Handler) Screened(code string, size int) bool {
 	return false
 }
 
-// Lost counts a command dropped unread because its queue was full
-// (CodeQueueFull) in the summary being gathered: every command that reached
-// the table's connection is on the trail, in a row or a count. Like
+// Lost counts a command dropped unread in the summary being gathered: its
+// queue was full (CodeQueueFull), or the embedded broker held its client to
+// a rate (CodeRateLimited). So every command that reached the table's
+// connection or its broker is on the trail, in a row or a count. Like
 // Screened, it never blocks.
-func (h *Handler) Lost(size int) {
+func (h *Handler) Lost(code string, size int) {
 	now := h.now()
 	limit := h.Limit.withDefaults()
 	h.mu.Lock()
-	first := h.bucket.gather(CodeQueueFull, size, now)
+	first := h.bucket.gather(code, size, now)
 	h.mu.Unlock()
-	h.summarised(CodeQueueFull, first, limit)
+	h.summarised(code, first, limit)
 }
 
 // summarised observes a refusal counted in the summary from outside

@@ -158,7 +158,7 @@ func TestScreenedAndLostAreSummarised(t *testing.T) {
 			t.Fatalf("refusal %d beyond the burst got a token", i)
 		}
 	}
-	h.Lost(300)
+	h.Lost(CodeQueueFull, 300)
 	select {
 	case <-h.Gathered():
 	default:

@@ -425,34 +425,6 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 			return nil, fmt.Errorf("mqtt.password_file: %w", err)
 		}
 	}
-	if url == "" {
-		// The embedded broker: only the controller, with a password made
-		// now, writes anything but commands.
-		var secret [16]byte
-		rand.Read(secret[:])
-		user, pass = "tablectl", hex.EncodeToString(secret[:])
-		ws := m.WSListen
-		if ws == "off" {
-			ws = ""
-		}
-		b, err := mqttbroker.Start(mqttbroker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,
-			Writer: user, WriterPassword: pass, OpenTopics: []string{topics.Topic(mqttpub.TopicCmd)}, Logger: log})
-		if err != nil {
-			return nil, err
-		}
-		ctl.broker = b
-		url = b.URL()
-		log.Info("embedded MQTT broker listening", "tcp", b.URL(), "ws", b.WSURL())
-	}
-	var tlsCfg *tls.Config
-	if m.CAFile != "" || m.CertFile != "" || strings.HasPrefix(url, "ssl://") || strings.HasPrefix(url, "tls://") ||
-		strings.HasPrefix(url, "mqtts://") || strings.HasPrefix(url, "wss://") {
-		t, err := mqttpub.TLSConfig(m.CAFile, m.CertFile, m.KeyFile)
-		if err != nil {
-			return nil, err
-		}
-		tlsCfg = t
-	}
 	keys, err := loadKeyring(m.Keyring)
 	if err != nil {
 		return nil, err
@@ -474,8 +446,9 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 	if err != nil {
 		return nil, err
 	}
-	// The handler exists before the connection, which screens commands
-	// from its first message on; its Replier, the publisher, comes after.
+	// The handler exists before the broker and the connection, which
+	// count and screen commands from the first message on; its Replier,
+	// the publisher, comes after.
 	ctl.commands = &signedcmd.Handler{Verifier: ver, Recorder: ctl.rec, Clock: clk, Logger: log,
 		Observe: func(o signedcmd.Outcome) {
 			ctl.metrics.Command(o.Result, o.Code, o.Summarised)
@@ -483,13 +456,43 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 				ctl.metrics.CommandScreened(o.Code)
 			}
 		}}
+	if url == "" {
+		// The embedded broker: only the controller, with a password made
+		// now, writes anything but commands.
+		var secret [16]byte
+		rand.Read(secret[:])
+		user, pass = "tablectl", hex.EncodeToString(secret[:])
+		ws := m.WSListen
+		if ws == "off" {
+			ws = ""
+		}
+		b, err := mqttbroker.Start(mqttbroker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,
+			Writer: user, WriterPassword: pass, OpenTopics: []string{topics.Topic(mqttpub.TopicCmd)}, Logger: log,
+			ClientLimit: clientLimit(m), Clock: clk,
+			OnLimited: func(_, _ string, size int) { ctl.commands.Lost(signedcmd.CodeRateLimited, size) }})
+		if err != nil {
+			return nil, err
+		}
+		ctl.broker = b
+		url = b.URL()
+		log.Info("embedded MQTT broker listening", "tcp", b.URL(), "ws", b.WSURL())
+	}
+	var tlsCfg *tls.Config
+	if m.CAFile != "" || m.CertFile != "" || strings.HasPrefix(url, "ssl://") || strings.HasPrefix(url, "tls://") ||
+		strings.HasPrefix(url, "mqtts://") || strings.HasPrefix(url, "wss://") {
+		t, err := mqttpub.TLSConfig(m.CAFile, m.CertFile, m.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg = t
+	}
 	conn, err := mqttpub.Dial(mqttpub.ConnOptions{
 		Broker: url, ClientID: m.ClientID, Username: user, Password: pass, TLS: tlsCfg,
 		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(ctl.cfg.TableID),
 		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Logger: log,
 		Sort:          sortCommand(ctl.commands, screen),
 		PriorityInbox: commandInbox, Inbox: refusalInbox,
-		Lost: func(_ mqttpub.Lane, size int) { ctl.commands.Lost(size) },
+		Lost: func(_ mqttpub.Lane, size int) { ctl.commands.Lost(signedcmd.CodeQueueFull, size) },
 	})
 	if err != nil {
 		return nil, err
@@ -508,6 +511,15 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 	ctl.pub = pub
 	ctl.commands.Replier = pub
 	return pub, nil
+}
+
+// clientLimit is the embedded broker's limit on each client's commands
+// (none when the burst is negative).
+func clientLimit(m *MQTTSection) mqttbroker.Rate {
+	if m.ClientCommandBurst < 0 {
+		return mqttbroker.Rate{}
+	}
+	return mqttbroker.Rate{Burst: m.ClientCommandBurst, Every: time.Duration(m.ClientCommandEvery)}
 }
 
 // sortCommand is the connection's Sort for cmd: the screen's first look,

@@ -47,9 +47,9 @@ type Metrics struct {
 }
 
 // screenCodes are the refusal codes of commands dropped before they were
-// queued (command.Screen's, and command.CodeQueueFull), exported as 0
-// from the start.
-var screenCodes = []string{"oversized", "malformed", "unknown_key", "wrong_table", "queue_full"}
+// queued (command.Screen's, command.CodeQueueFull and CodeRateLimited),
+// exported as 0 from the start.
+var screenCodes = []string{"oversized", "malformed", "unknown_key", "wrong_table", "queue_full", "rate_limited"}
 
 // Results of a coup, as the coups metric labels them.
 const (
@@ -128,7 +128,7 @@ func New() *Metrics {
 		}),
 		screened: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "commands_screened_total",
-			Help: "Commands dropped in the MQTT client's handler before they were queued, by refusal code: junk the screen refused beyond the refusal limit, and commands whose queue was full (queue_full). Each is also in commands_total and command_refusals_summarised_total.",
+			Help: "Commands dropped in the MQTT client's handler before they were queued, by refusal code: junk the screen refused beyond the refusal limit, commands whose queue was full (queue_full), and those the embedded broker dropped for a client publishing too fast (rate_limited). Each is also in commands_total and command_refusals_summarised_total.",
 		}, []string{"code"}),
 	}
 	for _, c := range screenCodes {
