@@ -37,6 +37,8 @@ func TestConfigErrors(t *testing.T) {
 		{"no trail", `{"table_id":"T","profile":"vip","shoe":{"port":{"path":"/dev/x"}}}`, "audit.path"},
 		{"bad burn", `{"table_id":"T","profile":"vip","table":{"burn":"lots"},"audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}}`, "burn rule"},
 		{"trailing", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}} {}`, "after the JSON"},
+		{"client limit with a broker", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}},"mqtt":{"broker":"tcp://h:1883","client_command_burst":5}}`, "limit clients at the broker"},
+		{"negative client interval", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}},"mqtt":{"client_command_every":"-1s"}}`, "client_command_every"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,5 +51,13 @@ func TestConfigErrors(t *testing.T) {
 	c, _, err := ParseConfig([]byte(`{"table_id":"T","profile":"classic","audit":{"path":"trail.db"},"shoe":{"port":{"path":"/dev/x"}}}`), "/srv/t")
 	if err != nil || c.Audit.Path != filepath.Join("/srv/t", "trail.db") {
 		t.Fatalf("relative path: %v %q", err, c.Audit.Path)
+	}
+	// The embedded broker limits each client's commands by default.
+	c, _, err = ParseConfig([]byte(`{"table_id":"T","profile":"classic","audit":{"path":"trail.db"},"shoe":{"port":{"path":"/dev/x"}},"mqtt":{}}`), "/srv/t")
+	if err != nil || c.MQTT.ClientCommandBurst != DefaultClientCommandBurst || time.Duration(c.MQTT.ClientCommandEvery) != DefaultClientCommandEvery {
+		t.Fatalf("embedded broker's client limit: %v %+v", err, c.MQTT)
+	}
+	if r := clientLimit(&MQTTSection{ClientCommandBurst: -1, ClientCommandEvery: 1}); r.Burst != 0 {
+		t.Fatalf("a negative burst leaves the limit on: %+v", r)
 	}
 }

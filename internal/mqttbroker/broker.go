@@ -2,8 +2,9 @@
 // broker is configured (github.com/mochi-mqtt/server/v2), so a controller,
 // a demo or a developer's laptop works with nothing else installed. It
 // listens on loopback, over TCP and WebSocket. Anyone who can reach it may
-// subscribe and may publish commands; only the controller, which logs in
-// with a password made at start, may publish anything else.
+// subscribe and may publish commands, each client at a bounded rate; only
+// the controller, which logs in with a password made at start, may publish
+// anything else.
 //
 // In production the table runs Mosquitto (deploy/mosquitto/) instead.
 package mqttbroker
