@@ -143,6 +143,9 @@ type Handler struct {
 	mu      sync.Mutex
 	bucket  refusalBucket
 	summary clock.Timer // armed while a summary is gathered
+	// gathered wakes the loop that takes commands when a summary begins
+	// outside Handle (Screened, Lost), so it arms SummaryTimer.
+	gathered chan struct{}
 }
 
 // Outcome is what became of one command.
@@ -155,6 +158,10 @@ type Outcome struct {
 	// Summarised marks a refusal that got no row and no reply of its own,
 	// only a count in the next KindRefusals row.
 	Summarised bool
+	// Screened marks a command dropped before it was queued: refused by
+	// the Screen, its queue full (CodeQueueFull), or dropped by the embedded
+	// broker (CodeRateLimited).
+	Screened bool
 }
 
 func (h *Handler) log() *slog.Logger {
@@ -175,6 +182,13 @@ func (h *Handler) observe(o Outcome) {
 // Handle deals with one command. size is the payload's size on the wire
 // when payload was cut short (0 when it is whole).
 func (h *Handler) Handle(ctx context.Context, payload []byte, size int) {
+	h.HandleMessage(ctx, Message{Payload: payload, Size: size})
+}
+
+// HandleMessage deals with one command, as Handle does; a message that
+// holds a token (Screened said so) spends it on its refusal.
+func (h *Handler) HandleMessage(ctx context.Context, m Message) {
+	payload, size := m.Payload, m.Size
 	log := h.log()
 	if size < len(payload) {
 		size = len(payload)
@@ -188,7 +202,7 @@ func (h *Handler) Handle(ctx context.Context, payload []byte, size int) {
 	}
 	var ref *Refusal
 	if errors.As(err, &ref) {
-		h.refused(ctx, ref, payload, size)
+		h.refused(ctx, ref, payload, size, m.Token)
 		return
 	}
 	c := v.Command
@@ -213,14 +227,15 @@ func (h *Handler) Handle(ctx context.Context, payload []byte, size int) {
 	h.observe(out)
 }
 
-// refused records a refusal in a row of its own while the limit allows,
-// and otherwise counts it in the summary being gathered.
-func (h *Handler) refused(ctx context.Context, ref *Refusal, payload []byte, size int) {
+// refused records a refusal in a row of its own while the limit allows (or
+// a token was taken for it already), and otherwise counts it in the summary
+// being gathered.
+func (h *Handler) refused(ctx context.Context, ref *Refusal, payload []byte, size int, token bool) {
 	log := h.log()
 	now := h.now()
 	limit := h.Limit.withDefaults()
 	h.mu.Lock()
-	own := h.bucket.take(limit, now)
+	own := token || h.bucket.take(limit, now)
 	first := !own && h.bucket.gather(ref.Code, size, now)
 	due, pending := h.bucket.due(limit)
 	h.mu.Unlock()
@@ -243,6 +258,70 @@ func (h *Handler) refused(ctx context.Context, ref *Refusal, payload []byte, siz
 		h.Flush(ctx)
 	}
 }
+
+// Screened deals with a command the Screen refused (code) before it was
+// queued, size bytes on the wire. While the limit allows a refusal a row of
+// its own, it takes the token for it and reports true: the caller queues
+// the command for HandleMessage with Message.Token set, so it is verified,
+// recorded and answered as before. Otherwise the refusal is counted in the
+// summary being gathered (as Handle counts refusals beyond the limit) and
+// the command is dropped. It never blocks on the trail: it is for the MQTT
+// client's message handler.
+func (h *Handler) Screened(code string, size int) bool {
+	now := h.now()
+	limit := h.Limit.withDefaults()
+	h.mu.Lock()
+	own := h.bucket.take(limit, now)
+	first := !own && h.bucket.gather(code, size, now)
+	h.mu.Unlock()
+	if own {
+		return true
+	}
+	h.summarised(code, first, limit)
+	return false
+}
+
+// Lost counts a command dropped unread in the summary being gathered: its
+// queue was full (CodeQueueFull), or the embedded broker held its client to
+// a rate (CodeRateLimited). So every command that reached the table's
+// connection or its broker is on the trail, in a row or a count. Like
+// Screened, it never blocks.
+func (h *Handler) Lost(code string, size int) {
+	now := h.now()
+	limit := h.Limit.withDefaults()
+	h.mu.Lock()
+	first := h.bucket.gather(code, size, now)
+	h.mu.Unlock()
+	h.summarised(code, first, limit)
+}
+
+// summarised observes a refusal counted in the summary from outside
+// Handle, and wakes the loop taking commands when it began a summary.
+func (h *Handler) summarised(code string, first bool, limit RefusalLimit) {
+	h.observe(Outcome{Result: Refused, Code: code, Summarised: true, Screened: true})
+	if !first {
+		return
+	}
+	h.log().Warn("commands are refused faster than the trail records them one by one: counting them in one row",
+		"burst", limit.Burst, "every", limit.Every, "summary_in", limit.Summary)
+	select {
+	case h.wake() <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Handler) wake() chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gathered == nil {
+		h.gathered = make(chan struct{}, 1)
+	}
+	return h.gathered
+}
+
+// Gathered receives when a summary begins outside Handle (Screened, Lost):
+// a loop that takes commands selects on it to arm SummaryTimer again.
+func (h *Handler) Gathered() <-chan struct{} { return h.wake() }
 
 // SummaryDue is when the refusals gathered so far must be written (Flush),
 // if any are.
@@ -294,9 +373,10 @@ func (h *Handler) Run(ctx context.Context, in <-chan Message) {
 			if !ok {
 				return
 			}
-			h.Handle(ctx, m.Payload, m.Size)
+			h.HandleMessage(ctx, m)
 		case <-h.SummaryTimer():
 			h.Flush(ctx)
+		case <-h.Gathered():
 		}
 	}
 }
@@ -329,4 +409,7 @@ func (h *Handler) SummaryTimer() <-chan time.Time {
 type Message struct {
 	Payload []byte
 	Size    int
+	// Token says that Screened took a token of the refusal limit for this
+	// command: its refusal has a row and a reply of its own.
+	Token bool
 }

@@ -32,6 +32,14 @@ const (
 	CodeBusy         = "busy"          // too many commands inside the window
 	CodeTable        = "table"         // the table refused it (wrong phase, nothing to void...)
 	CodeTrail        = "audit_write_failed"
+	// CodeQueueFull: dropped unread, because too many commands of its lane
+	// (Screen) waited for the handler. It has no row or reply of its own,
+	// only a count in a KindRefusals row.
+	CodeQueueFull = "queue_full"
+	// CodeRateLimited: dropped by the embedded broker, because its client
+	// published faster than the broker allows one client. Only counted, in
+	// a KindRefusals row.
+	CodeRateLimited = "rate_limited"
 )
 
 // Refusal is a command refused before it reached the table.

@@ -50,6 +50,19 @@ type ConnOptions struct {
 	// Inbox is how many received messages wait for the reader; more are
 	// dropped (and counted). 0 is 64.
 	Inbox int
+	// Sort, when set, is asked in paho's handler where each received
+	// message waits: LaneInbox (Messages), LanePriority (Priority: a lane
+	// of its own that the inbox's messages cannot fill) or LaneNone
+	// (dropped: Sort has dealt with it). It sees the whole payload before
+	// it is copied or cut; it must be cheap and never block.
+	// Nil sends every message to the inbox.
+	Sort func(topic string, payload []byte) Lane
+	// PriorityInbox is how many messages wait in the priority lane; more
+	// are dropped (and counted). 0 is 64.
+	PriorityInbox int
+	// Lost hears each message dropped because its lane was full (after
+	// Sort). It must not block.
+	Lost func(lane Lane, size int)
 	// MaxPayload cuts received payloads at MaxPayload+1 bytes, so an
 	// oversized message is never copied whole; 0 keeps them whole.
 	MaxPayload int
@@ -67,6 +80,29 @@ type InMessage struct {
 	Size int
 }
 
+// Lane is where a received message waits for its reader (ConnOptions.Sort).
+type Lane int
+
+// The lanes.
+const (
+	// LaneInbox is Messages.
+	LaneInbox Lane = iota
+	// LanePriority is Priority.
+	LanePriority
+	// LaneNone drops the message: Sort has dealt with it.
+	LaneNone
+)
+
+func (l Lane) String() string {
+	switch l {
+	case LaneInbox:
+		return "inbox"
+	case LanePriority:
+		return "priority"
+	}
+	return "none"
+}
+
 // Conn is a paho connection that reconnects on its own, resubscribes on
 // every connect, hands received messages to a channel without ever
 // blocking paho's handler, and tells its state to whoever watches.
@@ -75,8 +111,9 @@ type Conn struct {
 	log *slog.Logger
 	c   paho.Client
 
-	inbox   chan InMessage
-	dropped atomic.Uint64
+	inbox    chan InMessage
+	priority chan InMessage
+	dropped  atomic.Uint64
 
 	mu      sync.Mutex
 	up      bool
@@ -97,6 +134,9 @@ func Dial(opt ConnOptions) (*Conn, error) {
 	if opt.Inbox <= 0 {
 		opt.Inbox = 64
 	}
+	if opt.PriorityInbox <= 0 {
+		opt.PriorityInbox = 64
+	}
 	if opt.KeepAlive <= 0 {
 		opt.KeepAlive = 10 * time.Second
 	}
@@ -106,7 +146,8 @@ func Dial(opt ConnOptions) (*Conn, error) {
 	if opt.MaxReconnectInterval <= 0 {
 		opt.MaxReconnectInterval = 5 * time.Second
 	}
-	c := &Conn{opt: opt, log: opt.Logger, inbox: make(chan InMessage, opt.Inbox), changed: make(chan struct{})}
+	c := &Conn{opt: opt, log: opt.Logger, inbox: make(chan InMessage, opt.Inbox),
+		priority: make(chan InMessage, opt.PriorityInbox), changed: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -188,28 +229,45 @@ func (c *Conn) set(up bool) {
 	c.changed = make(chan struct{})
 }
 
-// receive is paho's message handler: it copies the message and hands it on,
-// never blocking. A message that finds the inbox full is dropped.
+// receive is paho's message handler: it sorts the message into its lane,
+// copies it and hands it on, never blocking. A message that finds its lane
+// full is dropped.
 func (c *Conn) receive(_ paho.Client, m paho.Message) {
 	p := m.Payload()
 	size := len(p)
+	lane, ch := LaneInbox, c.inbox
+	if c.opt.Sort != nil {
+		switch lane = c.opt.Sort(m.Topic(), p); lane {
+		case LaneNone:
+			return
+		case LanePriority:
+			ch = c.priority
+		}
+	}
 	if c.opt.MaxPayload > 0 && len(p) > c.opt.MaxPayload+1 {
 		p = p[:c.opt.MaxPayload+1]
 	}
 	in := InMessage{Topic: m.Topic(), Payload: append([]byte(nil), p...), Size: size}
 	select {
-	case c.inbox <- in:
+	case ch <- in:
 	default:
+		if c.opt.Lost != nil {
+			c.opt.Lost(lane, size)
+		}
 		if n := c.dropped.Add(1); n&(n-1) == 0 { // log at 1, 2, 4, 8...
-			c.log.Warn("mqtt: inbox full, message dropped", "topic", in.Topic, "dropped", n)
+			c.log.Warn("mqtt: inbox full, message dropped", "lane", lane, "topic", in.Topic, "dropped", n)
 		}
 	}
 }
 
-// Messages delivers what arrives on the subscribed topics.
+// Messages delivers what arrives on the subscribed topics (what Sort puts
+// in LaneInbox).
 func (c *Conn) Messages() <-chan InMessage { return c.inbox }
 
-// Dropped counts messages dropped because the inbox was full.
+// Priority delivers what Sort puts in LanePriority.
+func (c *Conn) Priority() <-chan InMessage { return c.priority }
+
+// Dropped counts messages dropped because their lane was full.
 func (c *Conn) Dropped() uint64 { return c.dropped.Load() }
 
 // Publish sends a message; see Token.

@@ -72,7 +72,22 @@ type MQTTSection struct {
 	// Queue is how many commits wait for the publisher before it reads
 	// them back from the trail; default 4096.
 	Queue int `json:"queue"`
+	// ClientCommandBurst and ClientCommandEvery hold each client of the
+	// embedded broker to a rate on cmd: a burst, then one message every
+	// interval; more are dropped at the broker (and counted). Defaults 30
+	// and 100ms; a negative burst turns the limit off. Only for the
+	// embedded broker: MQTT 3.1.1 does not tell a subscriber who published,
+	// so a configured broker must limit its clients itself.
+	ClientCommandBurst int             `json:"client_command_burst,omitempty"`
+	ClientCommandEvery device.Duration `json:"client_command_every,omitempty"`
 }
+
+// Defaults of the embedded broker's limit on each client's commands: far
+// above what a supervisor or the game server sends.
+const (
+	DefaultClientCommandBurst = 30
+	DefaultClientCommandEvery = 100 * time.Millisecond
+)
 
 // Defaults of the embedded broker: beside, not on, the standard ports, so
 // that it never collides with a Mosquitto on the same machine.
@@ -281,8 +296,22 @@ func (m *MQTTSection) Complete(table, dir string) error {
 		if m.WSListen == "" {
 			m.WSListen = DefaultMQTTWSListen
 		}
-	} else if m.Listen != "" || m.WSListen != "" {
-		errs = append(errs, errors.New("mqtt: listen and ws_listen are for the embedded broker; with mqtt.broker set, leave them out"))
+		if m.ClientCommandBurst == 0 {
+			m.ClientCommandBurst = DefaultClientCommandBurst
+		}
+		if m.ClientCommandEvery == 0 {
+			m.ClientCommandEvery = device.Duration(DefaultClientCommandEvery)
+		}
+	} else {
+		if m.Listen != "" || m.WSListen != "" {
+			errs = append(errs, errors.New("mqtt: listen and ws_listen are for the embedded broker; with mqtt.broker set, leave them out"))
+		}
+		if m.ClientCommandBurst != 0 || m.ClientCommandEvery != 0 {
+			errs = append(errs, errors.New("mqtt: client_command_burst and client_command_every are for the embedded broker; with mqtt.broker set, limit clients at the broker"))
+		}
+	}
+	if m.ClientCommandEvery < 0 {
+		errs = append(errs, errors.New("mqtt.client_command_every must not be negative"))
 	}
 	if m.Prefix == "" {
 		m.Prefix = mqttpub.DefaultPrefix(table)

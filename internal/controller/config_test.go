@@ -38,6 +38,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad burn", `{"table_id":"T","profile":"vip","table":{"burn":"lots"},"audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}}`, "burn rule"},
 		{"bad key URI", `{"table_id":"T","profile":"vip","audit":{"path":"a.db","checkpoint_key":"pkcs11:token=t;object=cp?pin-value=1"},"shoe":{"port":{"path":"/dev/x"}}}`, "audit.checkpoint_key: pkcs11 URI: pin-value is refused"},
 		{"trailing", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}} {}`, "after the JSON"},
+		{"client limit with a broker", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}},"mqtt":{"broker":"tcp://h:1883","client_command_burst":5}}`, "limit clients at the broker"},
+		{"negative client interval", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}},"mqtt":{"client_command_every":"-1s"}}`, "client_command_every"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,5 +52,13 @@ func TestConfigErrors(t *testing.T) {
 	c, _, err := ParseConfig([]byte(`{"table_id":"T","profile":"classic","audit":{"path":"trail.db"},"shoe":{"port":{"path":"/dev/x"}}}`), "/srv/t")
 	if err != nil || c.Audit.Path != filepath.Join("/srv/t", "trail.db") {
 		t.Fatalf("relative path: %v %q", err, c.Audit.Path)
+	}
+	// The embedded broker limits each client's commands by default.
+	c, _, err = ParseConfig([]byte(`{"table_id":"T","profile":"classic","audit":{"path":"trail.db"},"shoe":{"port":{"path":"/dev/x"}},"mqtt":{}}`), "/srv/t")
+	if err != nil || c.MQTT.ClientCommandBurst != DefaultClientCommandBurst || time.Duration(c.MQTT.ClientCommandEvery) != DefaultClientCommandEvery {
+		t.Fatalf("embedded broker's client limit: %v %+v", err, c.MQTT)
+	}
+	if r := clientLimit(&MQTTSection{ClientCommandBurst: -1, ClientCommandEvery: 1}); r.Burst != 0 {
+		t.Fatalf("a negative burst leaves the limit on: %+v", r)
 	}
 }

@@ -582,6 +582,37 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 			return nil, fmt.Errorf("mqtt.password_file: %w", err)
 		}
 	}
+	keys, err := loadKeyring(m.Keyring)
+	if err != nil {
+		return nil, err
+	}
+	if keys.Len() == 0 {
+		log.Warn("no supervisor keys (mqtt.keyring): every command will be refused")
+	}
+	ver, err := signedcmd.NewVerifier(signedcmd.VerifierOptions{Table: ctl.cfg.TableID, Keys: keys,
+		Window: time.Duration(m.CommandWindow), Clock: clk})
+	if err != nil {
+		return nil, err
+	}
+	if n, err := ver.Restore(ctx, ctl.rec.Store()); err != nil {
+		return nil, fmt.Errorf("read recent command ids from the trail: %w", err)
+	} else if n > 0 {
+		log.Info("command ids remembered from the trail", "ids", n)
+	}
+	screen, err := signedcmd.NewScreen(ctl.cfg.TableID, keys)
+	if err != nil {
+		return nil, err
+	}
+	// The handler exists before the broker and the connection, which
+	// count and screen commands from the first message on; its Replier,
+	// the publisher, comes after.
+	ctl.commands = &signedcmd.Handler{Verifier: ver, Recorder: ctl.rec, Clock: clk, Logger: log,
+		Observe: func(o signedcmd.Outcome) {
+			ctl.metrics.Command(o.Result, o.Code, o.Summarised)
+			if o.Screened {
+				ctl.metrics.CommandScreened(o.Code)
+			}
+		}}
 	if url == "" {
 		// The embedded broker: only the controller, with a password made
 		// now, writes anything but commands.
@@ -593,7 +624,9 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 			ws = ""
 		}
 		b, err := mqttbroker.Start(mqttbroker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,
-			Writer: user, WriterPassword: pass, OpenTopics: []string{topics.Topic(mqttpub.TopicCmd)}, Logger: log})
+			Writer: user, WriterPassword: pass, OpenTopics: []string{topics.Topic(mqttpub.TopicCmd)}, Logger: log,
+			ClientLimit: clientLimit(m), Clock: clk,
+			OnLimited: func(_, _ string, size int) { ctl.commands.Lost(signedcmd.CodeRateLimited, size) }})
 		if err != nil {
 			return nil, err
 		}
@@ -613,30 +646,16 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 	conn, err := mqttpub.Dial(mqttpub.ConnOptions{
 		Broker: url, ClientID: m.ClientID, Username: user, Password: pass, TLS: tlsCfg,
 		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(ctl.cfg.TableID),
-		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Inbox: commandInbox, Logger: log,
+		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Logger: log,
+		Sort:          sortCommand(ctl.commands, screen),
+		PriorityInbox: commandInbox, Inbox: refusalInbox,
+		Lost: func(_ mqttpub.Lane, size int) { ctl.commands.Lost(signedcmd.CodeQueueFull, size) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	ctl.conn = conn
 
-	keys, err := loadKeyring(m.Keyring)
-	if err != nil {
-		return nil, err
-	}
-	if keys.Len() == 0 {
-		log.Warn("no supervisor keys (mqtt.keyring): every command will be refused")
-	}
-	ver, err := signedcmd.NewVerifier(signedcmd.VerifierOptions{Table: ctl.cfg.TableID, Keys: keys,
-		Window: time.Duration(m.CommandWindow), Clock: clk})
-	if err != nil {
-		return nil, err
-	}
-	if n, err := ver.Restore(ctx, ctl.rec.Store()); err != nil {
-		return nil, fmt.Errorf("read recent command ids from the trail: %w", err)
-	} else if n > 0 {
-		log.Info("command ids remembered from the trail", "ids", n)
-	}
 	pub, err := mqttpub.New(mqttpub.Options{
 		Table: ctl.cfg.TableID, Topics: topics, Client: conn, Trail: ctl.rec.Store(), Config: tc,
 		From: thisStart(ctx, ctl.rec.Store()), Driver: ctl.cfg.Shoe.Driver, Queue: m.Queue, Clock: clk,
@@ -647,16 +666,49 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 		return nil, err
 	}
 	ctl.pub = pub
-	ctl.commands = &signedcmd.Handler{Verifier: ver, Recorder: ctl.rec, Replier: pub, Clock: clk, Logger: log,
-		Observe: func(o signedcmd.Outcome) { ctl.metrics.Command(o.Result, o.Code, o.Summarised) }}
+	ctl.commands.Replier = pub
 	return pub, nil
 }
 
-// commandInbox is how many received commands may wait for the handler
-// before more are dropped (and counted): enough to ride out the fsyncs of
-// a burst of refusals during a flood without dropping a real command, at
-// most 2 MiB of payloads (each is cut at signedcmd.MaxBytes+1).
+// clientLimit is the embedded broker's limit on each client's commands
+// (none when the burst is negative).
+func clientLimit(m *MQTTSection) mqttbroker.Rate {
+	if m.ClientCommandBurst < 0 {
+		return mqttbroker.Rate{}
+	}
+	return mqttbroker.Rate{Burst: m.ClientCommandBurst, Every: time.Duration(m.ClientCommandEvery)}
+}
+
+// sortCommand is the connection's Sort for cmd: the screen's first look,
+// in paho's handler. A command that may be a known supervisor's for this
+// table waits in the priority lane; one the screen refuses is dropped,
+// counted in the refusal summary, unless the refusal limit still grants it
+// a row and a reply of its own: then it waits in the inbox, holding the
+// token (takeCommands).
+func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen) func(string, []byte) mqttpub.Lane {
+	return func(_ string, payload []byte) mqttpub.Lane {
+		code := screen.Check(payload, len(payload))
+		switch {
+		case code == "":
+			return mqttpub.LanePriority
+		case h.Screened(code, len(payload)):
+			return mqttpub.LaneInbox
+		}
+		return mqttpub.LaneNone
+	}
+}
+
+// commandInbox is how many commands that passed the screen may wait for
+// the handler before more are dropped (and counted): enough to ride out the
+// fsyncs of a burst of refusals during a flood without dropping a real
+// command, at most 2 MiB of payloads (each is cut at
+// signedcmd.MaxBytes+1). Junk the screen refuses never waits here.
 const commandInbox = 256
+
+// refusalInbox is how many commands the screen refused may wait for their
+// row and reply: only those the refusal limit grants a token come this far
+// (a burst of ten, then one a second).
+const refusalInbox = 32
 
 // loadKeyring reads the keyring, or makes an empty one when none is set.
 func loadKeyring(path string) (*signedcmd.Keyring, error) {
@@ -694,13 +746,28 @@ func thisStart(ctx context.Context, st *audit.Store) int64 {
 func (ctl *Controller) takeCommands(ctx context.Context) {
 	defer ctl.commands.Flush(context.WithoutCancel(ctx))
 	for {
+		// Commands that passed the screen first.
 		select {
 		case <-ctx.Done():
 			return
+		case m := <-ctl.conn.Priority():
+			ctl.commands.HandleMessage(ctx, signedcmd.Message{Payload: m.Payload, Size: m.Size})
+			continue
+		default:
+		}
+		// Nothing known waits: junk's turn, or a summary's.
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-ctl.conn.Priority():
+			ctl.commands.HandleMessage(ctx, signedcmd.Message{Payload: m.Payload, Size: m.Size})
 		case m := <-ctl.conn.Messages():
-			ctl.commands.Handle(ctx, m.Payload, m.Size)
+			// The screen refused it and took a token for its own row.
+			ctl.commands.HandleMessage(ctx, signedcmd.Message{Payload: m.Payload, Size: m.Size, Token: true})
 		case <-ctl.commands.SummaryTimer():
 			ctl.commands.Flush(ctx)
+		case <-ctl.commands.Gathered():
+			// A summary began in paho's handler: arm its timer.
 		}
 	}
 }

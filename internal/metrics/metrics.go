@@ -43,7 +43,13 @@ type Metrics struct {
 	writeFailures     prometheus.Counter
 	commands          *prometheus.CounterVec
 	summarised        prometheus.Counter
+	screened          *prometheus.CounterVec
 }
+
+// screenCodes are the refusal codes of commands dropped before they were
+// queued (command.Screen's, command.CodeQueueFull and CodeRateLimited),
+// exported as 0 from the start.
+var screenCodes = []string{"oversized", "malformed", "unknown_key", "wrong_table", "queue_full", "rate_limited"}
 
 // Results of a coup, as the coups metric labels them.
 const (
@@ -120,6 +126,13 @@ func New() *Metrics {
 			Namespace: namespace, Name: "command_refusals_summarised_total",
 			Help: "Refused commands beyond the refusal limit: no row or reply of their own, counted in a ctl.command_refusals row.",
 		}),
+		screened: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "commands_screened_total",
+			Help: "Commands dropped in the MQTT client's handler before they were queued, by refusal code: junk the screen refused beyond the refusal limit, commands whose queue was full (queue_full), and those the embedded broker dropped for a client publishing too fast (rate_limited). Each is also in commands_total and command_refusals_summarised_total.",
+		}, []string{"code"}),
+	}
+	for _, c := range screenCodes {
+		m.screened.WithLabelValues(c)
 	}
 	for _, r := range rejectReasons {
 		m.shoeRejected.WithLabelValues(shoeread.Reason(r))
@@ -137,7 +150,7 @@ func New() *Metrics {
 	}
 	m.commands.WithLabelValues("accepted", "")
 	m.reg.MustRegister(m.shoeSentences, m.shoeRejected, m.shoeRejectedBytes, m.cards, m.coups, m.alerts,
-		m.commitSeconds, m.publishSeconds, m.writeFailures, m.commands, m.summarised,
+		m.commitSeconds, m.publishSeconds, m.writeFailures, m.commands, m.summarised, m.screened,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -201,6 +214,10 @@ func (m *Metrics) ObservePublish(d time.Duration) { m.publishSeconds.Observe(d.S
 // WriteFailure counts a write the trail refused
 // (audit.RecorderOptions.OnWriteFailure).
 func (m *Metrics) WriteFailure(error) { m.writeFailures.Inc() }
+
+// CommandScreened counts a command dropped before it was queued, by its
+// refusal code (command.Outcome.Screened); Command counts it too.
+func (m *Metrics) CommandScreened(code string) { m.screened.WithLabelValues(code).Inc() }
 
 // Command counts one command's outcome: result is "accepted" or "refused",
 // code the refusal code, summarised whether the refusal went without a row

@@ -2,8 +2,9 @@
 // broker is configured (github.com/mochi-mqtt/server/v2), so a controller,
 // a demo or a developer's laptop works with nothing else installed. It
 // listens on loopback, over TCP and WebSocket. Anyone who can reach it may
-// subscribe and may publish commands; only the controller, which logs in
-// with a password made at start, may publish anything else.
+// subscribe and may publish commands, each client at a bounded rate; only
+// the controller, which logs in with a password made at start, may publish
+// anything else.
 //
 // In production the table runs Mosquitto (deploy/mosquitto/) instead.
 package mqttbroker
@@ -22,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/clock"
 
 	"github.com/gorilla/websocket"
 	mqtt "github.com/mochi-mqtt/server/v2"
@@ -45,7 +48,22 @@ type Options struct {
 	OpenTopics []string
 	// MaxPacket bounds one MQTT packet; 0 is 4 MiB.
 	MaxPacket uint32
-	Logger    *slog.Logger
+	// ClientLimit bounds how fast each client (by client id) may publish
+	// on the open topics; beyond it a message is acknowledged to its
+	// publisher and delivered to no one. The writer is never limited. The
+	// zero value is no limit.
+	ClientLimit Rate
+	// OnLimited hears each message ClientLimit dropped. It must not block.
+	OnLimited func(client, topic string, size int)
+	// Clock times ClientLimit; nil is the wall clock.
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Rate is a token bucket: Burst messages in a row, then one every Every.
+type Rate struct {
+	Burst int
+	Every time.Duration
 }
 
 // Broker is a running embedded broker.
@@ -82,6 +100,12 @@ func Start(opt Options) (*Broker, error) {
 	})
 	if err := srv.AddHook(&accessHook{opt: opt}, nil); err != nil {
 		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
+	}
+	if opt.ClientLimit.Burst > 0 && opt.ClientLimit.Every > 0 {
+		h := &limitHook{opt: opt, clk: clock.Or(opt.Clock), log: log, buckets: map[string]*bucket{}}
+		if err := srv.AddHook(h, nil); err != nil {
+			return nil, fmt.Errorf("embedded MQTT broker: %w", err)
+		}
 	}
 	b := &Broker{srv: srv}
 	if opt.TCP != "" {
@@ -175,6 +199,77 @@ func (h *accessHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool 
 		return true
 	}
 	return slices.ContainsFunc(h.opt.OpenTopics, func(f string) bool { return matches(f, topic) })
+}
+
+// limitHook holds each client to Options.ClientLimit on the open topics.
+type limitHook struct {
+	mqtt.HookBase
+	opt Options
+	clk clock.Clock
+	log *slog.Logger
+
+	mu      sync.Mutex
+	buckets map[string]*bucket // by client id, while connected
+	limited uint64
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (h *limitHook) ID() string { return "tablectl-client-limit" }
+
+func (h *limitHook) Provides(b byte) bool { return b == mqtt.OnPublish || b == mqtt.OnDisconnect }
+
+// OnPublish lets a message through while its client has a token, and
+// otherwise acknowledges it without delivering it (CodeSuccessIgnore), so
+// the publisher is not held up and nothing waits in the broker.
+func (h *limitHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if h.opt.Writer != "" && bytes.Equal(cl.Properties.Username, []byte(h.opt.Writer)) {
+		return pk, nil
+	}
+	if !slices.ContainsFunc(h.opt.OpenTopics, func(f string) bool { return matches(f, pk.TopicName) }) {
+		return pk, nil
+	}
+	now := h.clk.Now()
+	r := h.opt.ClientLimit
+	h.mu.Lock()
+	b, ok := h.buckets[cl.ID]
+	if !ok {
+		b = &bucket{tokens: float64(r.Burst), last: now}
+		h.buckets[cl.ID] = b
+	}
+	if now.After(b.last) { // a clock stepped back gives nothing
+		b.tokens = min(float64(r.Burst), b.tokens+float64(now.Sub(b.last))/float64(r.Every))
+		b.last = now
+	}
+	pass := b.tokens >= 1
+	if pass {
+		b.tokens--
+	} else {
+		h.limited++
+	}
+	n := h.limited
+	h.mu.Unlock()
+	if pass {
+		return pk, nil
+	}
+	if n&(n-1) == 0 { // log at 1, 2, 4, 8...
+		h.log.Warn("mqtt broker: a client publishes too fast on an open topic; message dropped",
+			"client", cl.ID, "topic", pk.TopicName, "burst", r.Burst, "every", r.Every, "dropped", n)
+	}
+	if h.opt.OnLimited != nil {
+		h.opt.OnLimited(cl.ID, pk.TopicName, len(pk.Payload))
+	}
+	return pk, packets.CodeSuccessIgnore
+}
+
+// OnDisconnect forgets the client's bucket.
+func (h *limitHook) OnDisconnect(cl *mqtt.Client, _ error, _ bool) {
+	h.mu.Lock()
+	delete(h.buckets, cl.ID)
+	h.mu.Unlock()
 }
 
 // matches reports whether an MQTT topic filter matches a topic name.

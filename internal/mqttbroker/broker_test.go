@@ -2,14 +2,20 @@ package mqttbroker
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 
@@ -109,5 +115,63 @@ func TestWrongWriterPasswordRefused(t *testing.T) {
 	}
 	if !h.OnConnectAuthenticate(nil, connectPacket("tablectl", "s3cret")) || !h.OnConnectAuthenticate(nil, connectPacket("display", "")) {
 		t.Fatal("right password or a reader refused")
+	}
+}
+
+// TestClientLimit: each client may publish a burst on the open topic, then
+// one message an interval; beyond it a message is acknowledged (the
+// publisher is not held up) and delivered to no one, and OnLimited hears
+// of it. Another client has a bucket of its own; the writer and the other
+// topics are never limited.
+func TestClientLimit(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	limited := map[string]int{}
+	b := start(t, Options{TCP: "127.0.0.1:0", Writer: "tablectl", WriterPassword: "s3cret", OpenTopics: []string{"tablectl/+/cmd"},
+		ClientLimit: Rate{Burst: 3, Every: time.Minute}, Clock: clk,
+		OnLimited: func(client, topic string, size int) {
+			mu.Lock()
+			limited[client+" "+topic] += size
+			mu.Unlock()
+		}})
+	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Topics: []string{"tablectl/#"}})
+	dial := func(id, user, pass string) paho.Client {
+		c := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID(id).SetUsername(user).SetPassword(pass))
+		if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatalf("connect %s: %v", id, tok.Error())
+		}
+		t.Cleanup(func() { c.Disconnect(100) })
+		return c
+	}
+	publish := func(c paho.Client, topic string, n int, what string) {
+		for i := range n {
+			if tok := c.Publish(topic, 1, false, fmt.Appendf(nil, "%s %d", what, i)); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+				t.Fatalf("publish %s %d: not acknowledged: %v", what, i, tok.Error())
+			}
+		}
+	}
+	flood, other, writer := dial("flood", "", ""), dial("other", "", ""), dial("ctl", "tablectl", "s3cret")
+	publish(flood, "tablectl/T1/cmd", 5, "flood")
+	publish(other, "tablectl/T1/cmd", 2, "other")
+	publish(writer, "tablectl/T1/cmd", 5, "writer")
+	publish(writer, "tablectl/T1/pit/events", 5, "events")
+	clk.Advance(time.Minute) // one more token for the flood
+	publish(flood, "tablectl/T1/cmd", 2, "later")
+	want := 3 + 2 + 5 + 5 + 1
+	got := sub.Wait(10*time.Second, "what the limit lets through", func(m []mqtttest.Msg) bool { return len(m) >= want })
+	// The writer's last message says everything before it has arrived.
+	publish(writer, "tablectl/T1/pit/events", 1, "marker")
+	got = sub.Wait(10*time.Second, "the marker", func(m []mqtttest.Msg) bool { return len(m) >= want+1 })
+	counts := map[string]int{}
+	for _, m := range got {
+		counts[strings.Fields(string(m.Payload))[0]]++
+	}
+	if w := map[string]int{"flood": 3, "other": 2, "writer": 5, "events": 5, "later": 1, "marker": 1}; !maps.Equal(counts, w) {
+		t.Fatalf("delivered %v, want %v", counts, w)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if w := map[string]int{"flood tablectl/T1/cmd": len("flood 3") + len("flood 4") + len("later 1")}; !maps.Equal(limited, w) {
+		t.Fatalf("OnLimited heard %v, want %v", limited, w)
 	}
 }
