@@ -106,12 +106,15 @@ func TestMQTTConfig(t *testing.T) {
 // mqController is a controller on a simulated shoe through the real serial
 // path, publishing over MQTT.
 type mqController struct {
-	ctl    *Controller
-	url    string
-	prefix string
-	trail  string
-	key    string // alice's private key file
-	other  string // a key not in the keyring
+	ctl *Controller
+	url string
+	// user and pass are the pit's login on the embedded broker (empty on
+	// the shared Mosquitto, which lets anyone in).
+	user, pass string
+	prefix     string
+	trail      string
+	key        string // alice's private key file
+	other      string // a key not in the keyring
 }
 
 // startMQController deals coups coups of a seeded shoe at full speed into a
@@ -172,7 +175,8 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 		pty.Close()
 		t.Fatal(err)
 	}
-	mc := &mqController{ctl: ctl, url: ctl.BrokerURL(), prefix: m.Prefix, trail: c.Audit.Path, key: priv, other: other}
+	mc := &mqController{ctl: ctl, url: ctl.BrokerURL(), prefix: m.Prefix, trail: c.Audit.Path, key: priv, other: other,
+		user: ctl.pitBroker.Username, pass: ctl.pitBroker.Password}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	ctlErr := make(chan error, 1)
@@ -205,7 +209,7 @@ func (mc *mqController) supervise(t *testing.T, key string, r supervisor.Request
 // superviseAs signs with the key in the file key as name.
 func (mc *mqController) superviseAs(t *testing.T, key, name string, r supervisor.Request) (signedcmd.Reply, error) {
 	t.Helper()
-	return sendAs(t, supervisor.Options{Broker: mc.url, Table: mc.ctl.cfg.TableID, Prefix: mc.prefix, Name: name,
+	return sendAs(t, supervisor.Options{Broker: mc.url, Username: mc.user, Password: mc.pass, Table: mc.ctl.cfg.TableID, Prefix: mc.prefix, Name: name,
 		Timeout: 20 * time.Second, Logger: mqQuiet()}, key, r)
 }
 
@@ -281,7 +285,7 @@ func TestControllerOverMQTT(t *testing.T) {
 			mu.Unlock()
 			defer reader.Close()
 			if sub == nil {
-				sub = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: mc.url, Topics: []string{m.Prefix + "/#"}, OnMessage: check})
+				sub = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: mc.url, Username: mc.user, Password: mc.pass, Topics: []string{m.Prefix + "/#"}, OnMessage: check})
 				rep, err := mc.supervise(t, mc.key, supervisor.Request{Action: signedcmd.ActionResync, From: 1})
 				if err != nil || rep.Result != signedcmd.Accepted {
 					t.Fatalf("resync: %+v %v", rep, err)
@@ -364,7 +368,7 @@ func TestControllerOverMQTT(t *testing.T) {
 				t.Fatalf("unknown key: %+v %v", rep, err)
 			}
 			// A table that does not answer: the supervisor gives up.
-			_, err = sendAs(t, supervisor.Options{Broker: mc.url, Table: "NOBODY", Timeout: time.Second, Logger: mqQuiet()},
+			_, err = sendAs(t, supervisor.Options{Broker: mc.url, Username: mc.user, Password: mc.pass, Table: "NOBODY", Timeout: time.Second, Logger: mqQuiet()},
 				mc.key, supervisor.Request{Action: coup.ActionSuspend})
 			if err == nil || !strings.Contains(err.Error(), "no reply") {
 				t.Fatalf("no table: %v", err)
@@ -436,7 +440,8 @@ func startTestDemo(t *testing.T, seed uint64, ws string) *testDemo {
 // waitCoupResult waits until a coup's result arrives on pit/events.
 func (d *testDemo) waitCoupResult(t *testing.T) {
 	t.Helper()
-	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: d.info.MQTT, Topics: []string{d.info.Prefix + "/" + mqttpub.TopicPitEvents}})
+	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: d.info.MQTT, Username: d.info.PitBrokerUser, Password: d.info.PitBrokerPassword,
+		Topics: []string{d.info.Prefix + "/" + mqttpub.TopicPitEvents}})
 	sub.Wait(mqWait, "a coup's result", func(ms []mqtttest.Msg) bool {
 		for _, m := range ms {
 			var e mqttpub.Event

@@ -138,9 +138,12 @@ func commandStorm(t *testing.T, m *MQTTSection) {
 		t.Fatal(err)
 	}
 	url, topics := ctl.BrokerURL(), mqttpub.Topics{Prefix: m.Prefix}
-	replies := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Topics: []string{topics.Topic(mqttpub.TopicCmdReply)}})
+	pit := ctl.pitBroker // the embedded broker's pit login, empty on Mosquitto
+	replies := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Username: pit.Username, Password: pit.Password,
+		Topics: []string{topics.Topic(mqttpub.TopicCmdReply)}})
 	dial := func(role string, sub ...string) *mqttpub.Conn {
-		conn, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, role), Subscribe: sub, Logger: mqQuiet()})
+		conn, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, role), Username: pit.Username, Password: pit.Password,
+			Subscribe: sub, Logger: mqQuiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
