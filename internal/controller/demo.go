@@ -26,13 +26,16 @@ import (
 type DemoOptions struct {
 	Dir, Table, Profile string
 	MQTTListen, MQTTWS  string // the embedded broker's addresses ("off": no WebSocket)
-	HTTP                string
-	Pace, CoupPace      time.Duration // CoupPace < 0: 5 x Pace
-	Seed                uint64        // 0: a new shoe each run
-	Shoes               int
-	Ready               func(DemoInfo) // called once everything runs
-	ResultTime          time.Duration  // tests: how long a result stands (0: half the betting time)
-	LogTo               io.Writer
+	// WSOrigins are web origins besides the demo's own web display whose
+	// pages may open the broker's WebSocket (mqtt.ws_origins).
+	WSOrigins      []string
+	HTTP           string
+	Pace, CoupPace time.Duration // CoupPace < 0: 5 x Pace
+	Seed           uint64        // 0: a new shoe each run
+	Shoes          int
+	Ready          func(DemoInfo) // called once everything runs
+	ResultTime     time.Duration  // tests: how long a result stands (0: half the betting time)
+	LogTo          io.Writer
 }
 
 // DemoInfo is where to look.
@@ -114,7 +117,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		Shoe:    ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
 		Audit:   AuditSection{Path: trail, CheckpointKey: cpKey, CheckpointEvery: 50},
 		HTTP:    HTTPSection{Listen: o.HTTP, PitUser: "pit", PitBrokerUser: "pit", PitBrokerPasswordFile: pitBrokerFile},
-		MQTT:    &MQTTSection{Listen: o.MQTTListen, WSListen: o.MQTTWS, Keyring: keyring},
+		MQTT:    &MQTTSection{Listen: o.MQTTListen, WSListen: o.MQTTWS, WSOrigins: o.WSOrigins, Keyring: keyring},
 	}
 	if err := c.MQTT.Complete(o.Table, ""); err != nil {
 		return err

@@ -417,16 +417,23 @@ type testDemo struct {
 // to deal. It is stopped at the end of the test if the test did not stop it.
 func startTestDemo(t *testing.T, seed uint64, ws string) *testDemo {
 	t.Helper()
+	return startDemoWith(t, DemoOptions{Seed: seed, MQTTWS: ws, Pace: 5 * time.Millisecond, Shoes: 1})
+}
+
+// startDemoWith runs the demo with o's seed, WebSocket address, paces,
+// shoes and origins, on free ports otherwise, and returns once it is ready
+// to deal.
+func startDemoWith(t *testing.T, o DemoOptions) *testDemo {
+	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d := &testDemo{done: make(chan error, 1), cancel: cancel}
 	ready := make(chan DemoInfo, 1)
-	go func() {
-		d.done <- Demo(ctx, DemoOptions{Dir: filepath.Join(dir, "demo"), Table: "DEMO", Profile: coup.ProfileVIP,
-			MQTTListen: "127.0.0.1:0", MQTTWS: ws, HTTP: "127.0.0.1:0", Pace: 5 * time.Millisecond, CoupPace: -1,
-			Seed: seed, Shoes: 1, Ready: func(i DemoInfo) { ready <- i }, LogTo: &d.logs})
-	}()
+	o.Dir, o.Table, o.Profile = filepath.Join(dir, "demo"), "DEMO", coup.ProfileVIP
+	o.MQTTListen, o.HTTP, o.CoupPace = "127.0.0.1:0", "127.0.0.1:0", -1
+	o.Ready, o.LogTo = func(i DemoInfo) { ready <- i }, &d.logs
+	go func() { d.done <- Demo(ctx, o) }()
 	select {
 	case d.info = <-ready:
 	case err := <-d.done:
