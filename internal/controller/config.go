@@ -173,7 +173,7 @@ func (c *Config) OverrideMQTT(o MQTTOverride) error {
 		if listen != "" || wsListen != "" {
 			return fmt.Errorf("--mqtt-listen and --mqtt-ws-listen are for the embedded broker, not with --broker")
 		}
-		c.MQTT.Broker, c.MQTT.Listen, c.MQTT.WSListen = broker, "", ""
+		c.MQTT.Broker, c.MQTT.Listen, c.MQTT.WSListen, c.MQTT.WSOrigins = broker, "", "", nil
 		return nil
 	}
 	if c.MQTT.Broker != "" {

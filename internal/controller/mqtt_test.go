@@ -8,8 +8,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +51,27 @@ func (b *mqBuffer) String() string {
 	return b.buf.String()
 }
 
+// TestWebOrigins: the web display's own origins, as browsers on this
+// machine name them.
+func TestWebOrigins(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		want []string
+	}{
+		{"127.0.0.1:8080", []string{"http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080"}},
+		{"0.0.0.0:80", []string{"http://127.0.0.1:80", "http://localhost:80", "http://[::1]:80"}},
+		{"192.0.2.7:8080", []string{"http://192.0.2.7:8080"}},
+	} {
+		a, err := net.ResolveTCPAddr("tcp", tt.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := webOrigins(a); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.addr, got, tt.want)
+		}
+	}
+}
+
 func TestMQTTConfig(t *testing.T) {
 	base := `{"table_id":"T-1","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}`
 	c, _, err := ParseConfig([]byte(base+`,"mqtt":{"keyring":"keys.json"}}`), "/etc/tablectl")
@@ -59,6 +82,11 @@ func TestMQTTConfig(t *testing.T) {
 	if m.Broker != "" || m.Listen != DefaultMQTTListen || m.WSListen != DefaultMQTTWSListen || m.Prefix != "tablectl/T-1" ||
 		m.ClientID != "tablectl-T-1" || time.Duration(m.CommandWindow) != signedcmd.DefaultWindow || m.Keyring != "/etc/tablectl/keys.json" {
 		t.Fatalf("defaults: %+v", m)
+	}
+	// Origins as browsers send them.
+	if c, _, err := ParseConfig([]byte(base+`,"mqtt":{"ws_origins":["HTTP://Table7.Local:8080","https://pit.example:443"]}}`), "/"); err != nil ||
+		!slices.Equal(c.MQTT.WSOrigins, []string{"http://table7.local:8080", "https://pit.example"}) {
+		t.Fatalf("ws_origins: %+v %v", c.MQTT, err)
 	}
 	// No broker configured: the embedded broker on its default ports.
 	if c, _, err := ParseConfig([]byte(base+`}`), "/"); err != nil || c.MQTT == nil || c.MQTT.Broker != "" || c.MQTT.Listen != DefaultMQTTListen {
@@ -74,6 +102,10 @@ func TestMQTTConfig(t *testing.T) {
 		{`{"command_window":"-1s"}`, "command_window"},
 		{`{"queue":-1}`, "mqtt.queue"},
 		{`{"brokr":"x"}`, "unknown field"},
+		{`{"broker":"tcp://b:1883","ws_origins":["http://a:1"]}`, "embedded broker"},
+		{`{"ws_origins":["null"]}`, "mqtt.ws_origins"},
+		{`{"ws_origins":["http://a:1/path"]}`, "mqtt.ws_origins"},
+		{`{"ws_origins":["ws://a:1"]}`, "mqtt.ws_origins"},
 	} {
 		if _, _, err := ParseConfig([]byte(base+`,"mqtt":`+tt.doc+`}`), "/"); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err %v, want %q", tt.doc, err, tt.want)
