@@ -107,16 +107,25 @@ func screenshotDir(t *testing.T) string {
 type testBroker struct {
 	tcp, ws string
 	// user and pass are the controller's login; public and pit are the
-	// browsers' (empty on the embedded broker, which lets anyone read).
+	// browsers' (public is empty on the embedded broker, which lets a client
+	// without a login read the public topics).
 	user, pass  string
 	public, pit display.WebLogin
 	stop, start func()
+	// allowOrigin lets the page's origin open the broker's WebSocket (the
+	// embedded broker checks it; nil where the broker does not).
+	allowOrigin func(origin string)
 }
 
 func embeddedBroker(t *testing.T) *testBroker {
 	opt := mqttbroker.Options{
 		TCP: "127.0.0.1:0", WS: "127.0.0.1:0",
-		Writer: bWriter, WriterPassword: bWriterPW, OpenTopics: []string{bPrefix + "/cmd"},
+		Writer: bWriter, WriterPassword: bWriterPW,
+		// The controller's access (internal/controller): the public reads
+		// status and public/#, the pit everything.
+		Anonymous: mqttbroker.Access{Read: []string{bPrefix + "/status", bPrefix + "/public/#"}},
+		Logins: []mqttbroker.Login{{Username: "pit", Password: "pit-mqtt-pw",
+			Access: mqttbroker.Access{Read: []string{bPrefix + "/#"}, Write: []string{bPrefix + "/cmd"}}}},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	var mu sync.Mutex
@@ -125,7 +134,16 @@ func embeddedBroker(t *testing.T) *testBroker {
 		t.Fatal(err)
 	}
 	opt.TCP, opt.WS = b.TCPAddr(), b.WSAddr()
-	tb := &testBroker{tcp: b.URL(), ws: b.WSURL(), user: bWriter, pass: bWriterPW}
+	tb := &testBroker{tcp: b.URL(), ws: b.WSURL(), user: bWriter, pass: bWriterPW,
+		pit: display.WebLogin{Username: "pit", Password: "pit-mqtt-pw"}}
+	tb.allowOrigin = func(origin string) {
+		mu.Lock()
+		defer mu.Unlock()
+		opt.WSOrigins = append(opt.WSOrigins, origin)
+		if err := b.AllowOrigins(origin); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tb.stop = func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -580,6 +598,9 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
+	if br.allowOrigin != nil {
+		br.allowOrigin(srv.URL)
+	}
 
 	pub := b.OpenContext(ctx, t, srv.URL+"/", 1920, 1080, nil)
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(bPitUser+":"+bPitPass))
@@ -1262,13 +1283,14 @@ func TestBrowserController(t *testing.T) {
 	t.Cleanup(func() { stopPub() })
 
 	h, err := display.WebHandler(display.WebConfig{
-		Table: bTable, BrokerWS: br.ws, Prefix: bPrefix, PitUser: bPitUser, PitPassword: bPitPass, Recall: rec,
+		Table: bTable, BrokerWS: br.ws, Prefix: bPrefix, Pit: br.pit, PitUser: bPitUser, PitPassword: bPitPass, Recall: rec,
 	}, display.Handler(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
+	br.allowOrigin(srv.URL)
 	pg := b.OpenContext(ctx, t, srv.URL+"/", 1920, 1080, nil)
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(bPitUser+":"+bPitPass))
 	pit := b.OpenContext(ctx, t, srv.URL+"/pit", 1920, 1080, map[string]string{"Authorization": auth})

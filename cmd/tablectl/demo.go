@@ -72,22 +72,28 @@ func demo(ctx context.Context, o controller.DemoOptions, stdout io.Writer) error
 
 func printDemo(w io.Writer, i controller.DemoInfo) {
 	host, port := brokerHostPort(i.MQTT)
+	login := fmt.Sprintf("--username %s --password-file %s", i.PitBrokerUser, i.PitBrokerPasswordFile)
 	fmt.Fprintf(w, `tablectl demo: table %s, a simulated shoe dealing at a dealer's pace.
 
   web display      %s/          (pit view %s/pit: user pit, password %s)
   MQTT broker      %s   (WebSocket: %s)
-  topics           %s/#
-                   watch: mosquitto_sub -h %s -p %s -t '%s/#' -v
+  topics           %s/#   (without a login: status and public/# only)
+  pit's login      user %s, password %s   (in %s)
+                   watch: mosquitto_sub -h %s -p %s -u %s -P %s -t '%s/#' -v
+                   public: mosquitto_sub -h %s -p %s -t '%s/public/#' -t '%s/status' -v
   HTTP             %s/state  %s/recall  %s/health  %s/metrics
   audit trail      %s   (tablectl audit verify --db %s --pubkey %s)
   shoe             %s (pseudo-terminal)
   supervisor key   %s   (keyring %s)
-                   try:   go run ./cmd/tablectl suspend --broker %s --table %s --key %s --reason "a test"
-                          go run ./cmd/tablectl resume --broker %s --table %s --key %s
+                   try:   go run ./cmd/tablectl suspend --broker %s %s --table %s --key %s --reason "a test"
+                          go run ./cmd/tablectl resume --broker %s %s --table %s --key %s
 
 Ctrl-C stops it.
-`, i.Table, i.HTTP, i.HTTP, i.PitPassword, i.MQTT, orOff(i.WS), i.Prefix, host, port, i.Prefix, i.HTTP, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.CheckpointPub, i.Shoe,
-		i.Key, i.Keyring, i.MQTT, i.Table, i.Key, i.MQTT, i.Table, i.Key)
+`, i.Table, i.HTTP, i.HTTP, i.PitPassword, i.MQTT, orOff(i.WS), i.Prefix,
+		i.PitBrokerUser, i.PitBrokerPassword, i.PitBrokerPasswordFile,
+		host, port, i.PitBrokerUser, i.PitBrokerPassword, i.Prefix, host, port, i.Prefix, i.Prefix,
+		i.HTTP, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.CheckpointPub, i.Shoe,
+		i.Key, i.Keyring, i.MQTT, login, i.Table, i.Key, i.MQTT, login, i.Table, i.Key)
 }
 
 func orOff(s string) string {

@@ -18,7 +18,8 @@ func BenchmarkCommitToSubscriber(b *testing.B) {
 			if name == "mosquitto" {
 				url = mqtttest.Shared(b)
 			} else {
-				br, err := mqttbroker.Start(mqttbroker.Options{TCP: "127.0.0.1:0", Logger: quiet(), Writer: "tablectl", WriterPassword: "pw"})
+				br, err := mqttbroker.Start(mqttbroker.Options{TCP: "127.0.0.1:0", Logger: quiet(), Writer: "tablectl", WriterPassword: "pw",
+					Anonymous: mqttbroker.Access{Read: []string{"#"}}})
 				if err != nil {
 					b.Fatal(err)
 				}

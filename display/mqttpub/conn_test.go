@@ -15,7 +15,7 @@ import (
 // before it is copied; a full lane drops the message, tells Lost and counts
 // it, and the other lane still takes messages.
 func TestConnLanes(t *testing.T) {
-	b, err := mqttbroker.Start(mqttbroker.Options{TCP: "127.0.0.1:0", Logger: quiet(), OpenTopics: []string{"lanes/cmd"}})
+	b, err := mqttbroker.Start(mqttbroker.Options{TCP: "127.0.0.1:0", Logger: quiet(), Anonymous: mqttbroker.Access{Read: []string{"lanes/cmd"}, Write: []string{"lanes/cmd"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

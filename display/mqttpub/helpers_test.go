@@ -78,7 +78,9 @@ func brokers(t *testing.T) map[string]func(t *testing.T) string {
 		"mosquitto": func(t *testing.T) string { return mqtttest.Shared(t) },
 		"embedded": func(t *testing.T) string {
 			b, err := mqttbroker.Start(mqttbroker.Options{TCP: "127.0.0.1:0", Logger: quiet(),
-				Writer: "tablectl", WriterPassword: "pw", OpenTopics: []string{"tablectl-test/+/cmd"}})
+				Writer: "tablectl", WriterPassword: "pw",
+				// The test's own broker: anyone reads everything and sends commands.
+				Anonymous: mqttbroker.Access{Read: []string{"#"}, Write: []string{"tablectl-test/+/cmd"}}})
 			if err != nil {
 				t.Fatal(err)
 			}

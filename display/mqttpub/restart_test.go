@@ -32,7 +32,8 @@ func restartables() map[string]func(t *testing.T) restartable {
 		},
 		"embedded": func(t *testing.T) restartable {
 			opt := mqttbroker.Options{TCP: "127.0.0.1:0", Logger: quiet(), Writer: "tablectl", WriterPassword: "pw",
-				OpenTopics: []string{"tablectl-test/+/cmd"}}
+				// The test's own broker: anyone reads everything and sends commands.
+				Anonymous: mqttbroker.Access{Read: []string{"#"}, Write: []string{"tablectl-test/+/cmd"}}}
 			var mu sync.Mutex
 			b, err := mqttbroker.Start(opt)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/mqttbroker"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/shoeread"
@@ -50,6 +51,10 @@ type MQTTSection struct {
 	// addresses ("off" leaves the WebSocket listener out).
 	Listen   string `json:"listen"`
 	WSListen string `json:"ws_listen"`
+	// WSOrigins are the web origins ("http://table7.local:8080") besides
+	// the controller's own web display whose pages may open the embedded
+	// broker's WebSocket; a page of any other origin is refused.
+	WSOrigins []string `json:"ws_origins,omitempty"`
 	// Prefix is the topic prefix; default tablectl/<table_id>.
 	Prefix string `json:"prefix"`
 	// ClientID defaults to tablectl-<table_id>.
@@ -136,7 +141,9 @@ type HTTPSection struct {
 	BrowserWS string `json:"browser_ws"`
 	// DisplayUser/DisplayPasswordFile and PitBrokerUser/PitBrokerPasswordFile
 	// are the broker logins the public page and the pit view use (the
-	// Mosquitto ACL's display and pit users); empty on the embedded broker.
+	// Mosquitto ACL's display and pit users). On the embedded broker they
+	// are its logins too; without them the public page reads anonymously
+	// and the pit's login is "pit" with a password made at each start.
 	DisplayUser           string `json:"display_user"`
 	DisplayPasswordFile   string `json:"display_password_file"`
 	PitBrokerUser         string `json:"pit_broker_user"`
@@ -187,7 +194,7 @@ func (c *Config) OverrideMQTT(o MQTTOverride) error {
 		if listen != "" || wsListen != "" {
 			return fmt.Errorf("--mqtt-listen and --mqtt-ws-listen are for the embedded broker, not with --broker")
 		}
-		c.MQTT.Broker, c.MQTT.Listen, c.MQTT.WSListen = broker, "", ""
+		c.MQTT.Broker, c.MQTT.Listen, c.MQTT.WSListen, c.MQTT.WSOrigins = broker, "", "", nil
 		return nil
 	}
 	if c.MQTT.Broker != "" {
@@ -303,12 +310,20 @@ func (m *MQTTSection) Complete(table, dir string) error {
 			m.ClientCommandEvery = device.Duration(DefaultClientCommandEvery)
 		}
 	} else {
-		if m.Listen != "" || m.WSListen != "" {
-			errs = append(errs, errors.New("mqtt: listen and ws_listen are for the embedded broker; with mqtt.broker set, leave them out"))
+		if m.Listen != "" || m.WSListen != "" || len(m.WSOrigins) > 0 {
+			errs = append(errs, errors.New("mqtt: listen, ws_listen and ws_origins are for the embedded broker; with mqtt.broker set, leave them out"))
 		}
 		if m.ClientCommandBurst != 0 || m.ClientCommandEvery != 0 {
 			errs = append(errs, errors.New("mqtt: client_command_burst and client_command_every are for the embedded broker; with mqtt.broker set, limit clients at the broker"))
 		}
+	}
+	for i, o := range m.WSOrigins {
+		n, err := mqttbroker.NormalizeOrigin(o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mqtt.ws_origins: %w", err))
+			continue
+		}
+		m.WSOrigins[i] = n
 	}
 	if m.ClientCommandEvery < 0 {
 		errs = append(errs, errors.New("mqtt.client_command_every must not be negative"))

@@ -59,10 +59,14 @@ type Controller struct {
 	pendingLink *coup.Input       // the link's coming up, held until the backlog is read
 	stopped     <-chan struct{}   // Start's context is done
 
-	broker   *mqttbroker.Broker // the embedded broker, nil with one configured
-	conn     *mqttpub.Conn
-	pub      *mqttpub.Publisher
-	commands *signedcmd.Handler
+	broker *mqttbroker.Broker // the embedded broker, nil with one configured
+	// pitBroker is the pit's login on the embedded broker (from
+	// http.pit_broker_user and its password file, or made at start): the
+	// pit view's page gets it behind the pit's HTTP credentials.
+	pitBroker display.WebLogin
+	conn      *mqttpub.Conn
+	pub       *mqttpub.Publisher
+	commands  *signedcmd.Handler
 
 	webPitPassword string // the demo's generated pit password
 
@@ -196,6 +200,12 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		}
 		ctl.ln = ln
 		ctl.http = &http.Server{Handler: ctl.handler, ReadHeaderTimeout: 5 * time.Second}
+		if ctl.broker != nil {
+			// The web display's own pages may open the broker's WebSocket.
+			if err := ctl.broker.AllowOrigins(webOrigins(ln.Addr())...); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	return ctl, nil
 }
@@ -249,6 +259,9 @@ func (ctl *Controller) mountWeb() error {
 	}
 	if wc.Pit.Password, err = secret("http.pit_broker_password_file", h.PitBrokerPasswordFile); err != nil {
 		return err
+	}
+	if ctl.broker != nil {
+		wc.Pit = ctl.pitBroker
 	}
 	if wc.PitPassword, err = secret("http.pit_password_file", h.PitPasswordFile); err != nil {
 		return err
@@ -616,16 +629,18 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 	if url == "" {
 		// The embedded broker: only the controller, with a password made
 		// now, writes anything but commands.
-		var secret [16]byte
-		rand.Read(secret[:])
-		user, pass = "tablectl", hex.EncodeToString(secret[:])
+		user, pass = "tablectl", newSecret()
 		ws := m.WSListen
 		if ws == "off" {
 			ws = ""
 		}
+		access, err := ctl.embeddedAccess(topics)
+		if err != nil {
+			return nil, err
+		}
 		b, err := mqttbroker.Start(mqttbroker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,
-			Writer: user, WriterPassword: pass, OpenTopics: []string{topics.Topic(mqttpub.TopicCmd)}, Logger: log,
-			ClientLimit: clientLimit(m), Clock: clk,
+			Writer: user, WriterPassword: pass, WriterClientID: m.ClientID, Logins: access.logins, Anonymous: access.public,
+			WSOrigins: m.WSOrigins, Logger: log, ClientLimit: clientLimit(m), Clock: clk,
 			OnLimited: func(_, _ string, size int) { ctl.commands.Lost(signedcmd.CodeRateLimited, size) }})
 		if err != nil {
 			return nil, err
@@ -696,6 +711,84 @@ func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen) func(string, []
 		}
 		return mqttpub.LaneNone
 	}
+}
+
+// newSecret is a fresh random password.
+func newSecret() string {
+	var secret [16]byte
+	rand.Read(secret[:])
+	return hex.EncodeToString(secret[:])
+}
+
+// embeddedLogins is who may do what on the embedded broker.
+type embeddedLogins struct {
+	logins []mqttbroker.Login
+	public mqttbroker.Access
+}
+
+// embeddedAccess is the embedded broker's access, as deploy/mosquitto/acl
+// grants it on Mosquitto: a client without a login (a public display)
+// reads status and public/#, where no card shows before its reveal; the
+// pit login reads everything and sends commands; the display login, if
+// configured, reads what the public does. The pit login is
+// http.pit_broker_user with its password file, or "pit" with a password
+// made now that only the pit view's page is given.
+func (ctl *Controller) embeddedAccess(topics mqttpub.Topics) (embeddedLogins, error) {
+	h := ctl.cfg.HTTP
+	public := mqttbroker.Access{Read: PublicTopics(topics)}
+	pit := display.WebLogin{Username: h.PitBrokerUser}
+	if pit.Username == "" {
+		pit.Username = "pit"
+	}
+	if h.PitBrokerPasswordFile != "" {
+		p, err := smallfile.Secret(h.PitBrokerPasswordFile)
+		if err != nil {
+			return embeddedLogins{}, fmt.Errorf("http.pit_broker_password_file: %w", err)
+		}
+		pit.Password = p
+	} else {
+		pit.Password = newSecret()
+	}
+	ctl.pitBroker = pit
+	logins := []mqttbroker.Login{{Username: pit.Username, Password: pit.Password, Access: mqttbroker.Access{
+		Read: []string{topics.Prefix + "/#"}, Write: []string{topics.Topic(mqttpub.TopicCmd)}}}}
+	if h.DisplayUser != "" && h.DisplayPasswordFile != "" {
+		p, err := smallfile.Secret(h.DisplayPasswordFile)
+		if err != nil {
+			return embeddedLogins{}, fmt.Errorf("http.display_password_file: %w", err)
+		}
+		logins = append(logins, mqttbroker.Login{Username: h.DisplayUser, Password: p, Access: public})
+	}
+	return embeddedLogins{logins: logins, public: public}, nil
+}
+
+// PublicTopics are the topics a public display reads (docs/mqtt.md): the
+// only ones a client without a login may read on the embedded broker. No
+// card shows on them before its reveal.
+func PublicTopics(topics mqttpub.Topics) []string {
+	return []string{topics.Topic(mqttpub.TopicStatus), topics.Prefix + "/public/#"}
+}
+
+// webOrigins are the web display's own origins, as a browser on this
+// machine names them: the listen address, and for a loopback or
+// any-address listener the loopback names too. Other names (a LAN
+// address, a reverse proxy) go in mqtt.ws_origins.
+func webOrigins(addr net.Addr) []string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return nil
+	}
+	port := fmt.Sprint(ta.Port)
+	var out []string
+	if !ta.IP.IsUnspecified() {
+		out = append(out, "http://"+net.JoinHostPort(ta.IP.String(), port))
+	}
+	if ta.IP.IsLoopback() || ta.IP.IsUnspecified() {
+		for _, h := range []string{"127.0.0.1", "localhost", "::1"} {
+			out = append(out, "http://"+net.JoinHostPort(h, port))
+		}
+	}
+	return slices.Compact(out)
 }
 
 // commandInbox is how many commands that passed the screen may wait for

@@ -26,18 +26,26 @@ import (
 type DemoOptions struct {
 	Dir, Table, Profile string
 	MQTTListen, MQTTWS  string // the embedded broker's addresses ("off": no WebSocket)
-	HTTP                string
-	Pace, CoupPace      time.Duration // CoupPace < 0: 5 x Pace
-	Seed                uint64        // 0: a new shoe each run
-	Shoes               int
-	Ready               func(DemoInfo) // called once everything runs
-	ResultTime          time.Duration  // tests: how long a result stands (0: half the betting time)
-	LogTo               io.Writer
+	// WSOrigins are web origins besides the demo's own web display whose
+	// pages may open the broker's WebSocket (mqtt.ws_origins).
+	WSOrigins      []string
+	HTTP           string
+	Pace, CoupPace time.Duration // CoupPace < 0: 5 x Pace
+	Seed           uint64        // 0: a new shoe each run
+	Shoes          int
+	Ready          func(DemoInfo) // called once everything runs
+	ResultTime     time.Duration  // tests: how long a result stands (0: half the betting time)
+	LogTo          io.Writer
 }
 
 // DemoInfo is where to look.
 type DemoInfo struct {
 	Table, MQTT, WS, HTTP, Prefix, Trail, Shoe, Key, Keyring, PitPassword string
+	// PitBrokerUser and PitBrokerPassword are the pit's broker login (it
+	// reads pit/# and sends commands; without a login a client reads only
+	// status and public/#); PitBrokerPasswordFile holds the password, for
+	// the supervisor commands' --password-file.
+	PitBrokerUser, PitBrokerPassword, PitBrokerPasswordFile string
 	// CheckpointPub is the checkpoint key's public half, for audit verify.
 	CheckpointPub string
 }
@@ -94,14 +102,22 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		return err
 	}
 
+	// The pit's broker login, new at each run, in a file the supervisor
+	// commands read (--password-file).
+	pitBrokerPassword := rand.Text()[:16]
+	pitBrokerFile := filepath.Join(keys, "pit-broker.password")
+	if err := os.WriteFile(pitBrokerFile, []byte(pitBrokerPassword+"\n"), 0o600); err != nil {
+		return fmt.Errorf("the pit's broker password: %w", err)
+	}
+
 	rawProfile, _ := json.Marshal(o.Profile)
 	c := Config{
 		TableID: o.Table,
 		Profile: rawProfile,
 		Shoe:    ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
 		Audit:   AuditSection{Path: trail, CheckpointKey: cpKey},
-		HTTP:    HTTPSection{Listen: o.HTTP, PitUser: "pit"},
-		MQTT:    &MQTTSection{Listen: o.MQTTListen, WSListen: o.MQTTWS, Keyring: keyring},
+		HTTP:    HTTPSection{Listen: o.HTTP, PitUser: "pit", PitBrokerUser: "pit", PitBrokerPasswordFile: pitBrokerFile},
+		MQTT:    &MQTTSection{Listen: o.MQTTListen, WSListen: o.MQTTWS, WSOrigins: o.WSOrigins, Keyring: keyring},
 	}
 	if err := c.MQTT.Complete(o.Table, ""); err != nil {
 		return err
@@ -125,7 +141,8 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		return pit.Suspended
 	})
 	info := DemoInfo{Table: o.Table, CheckpointPub: pubOf(cpKey), MQTT: ctl.broker.URL(), WS: ctl.broker.WSURL(), HTTP: "http://" + ctl.ln.Addr().String(),
-		Prefix: c.MQTT.Prefix, Trail: trail, Shoe: pty.Path(), Key: supKey, Keyring: keyring, PitPassword: pitPassword}
+		Prefix: c.MQTT.Prefix, Trail: trail, Shoe: pty.Path(), Key: supKey, Keyring: keyring, PitPassword: pitPassword,
+		PitBrokerUser: "pit", PitBrokerPassword: pitBrokerPassword, PitBrokerPasswordFile: pitBrokerFile}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

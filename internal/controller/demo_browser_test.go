@@ -117,7 +117,7 @@ func TestDemoBrowser(t *testing.T) {
 	var endOnce sync.Once
 	tctx, trouble := context.WithCancelCause(ctx)
 	defer trouble(nil)
-	mqtttest.Subscribe(t, mqtttest.SubOptions{URL: info.MQTT, Topics: []string{info.Prefix + "/" + mqttpub.TopicPitEvents},
+	mqtttest.Subscribe(t, mqtttest.SubOptions{URL: info.MQTT, Username: info.PitBrokerUser, Password: info.PitBrokerPassword, Topics: []string{info.Prefix + "/" + mqttpub.TopicPitEvents},
 		OnMessage: func(m mqtttest.Msg) {
 			var e mqttpub.Event
 			if json.Unmarshal(m.Payload, &e) != nil {

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +51,27 @@ func (b *mqBuffer) String() string {
 	return b.buf.String()
 }
 
+// TestWebOrigins: the web display's own origins, as browsers on this
+// machine name them.
+func TestWebOrigins(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		want []string
+	}{
+		{"127.0.0.1:8080", []string{"http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080"}},
+		{"0.0.0.0:80", []string{"http://127.0.0.1:80", "http://localhost:80", "http://[::1]:80"}},
+		{"192.0.2.7:8080", []string{"http://192.0.2.7:8080"}},
+	} {
+		a, err := net.ResolveTCPAddr("tcp", tt.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := webOrigins(a); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.addr, got, tt.want)
+		}
+	}
+}
+
 func TestMQTTConfig(t *testing.T) {
 	base := `{"table_id":"T-1","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}`
 	c, _, err := ParseConfig([]byte(base+`,"mqtt":{"keyring":"keys.json"}}`), "/etc/tablectl")
@@ -59,6 +82,11 @@ func TestMQTTConfig(t *testing.T) {
 	if m.Broker != "" || m.Listen != DefaultMQTTListen || m.WSListen != DefaultMQTTWSListen || m.Prefix != "tablectl/T-1" ||
 		m.ClientID != "tablectl-T-1" || time.Duration(m.CommandWindow) != signedcmd.DefaultWindow || m.Keyring != "/etc/tablectl/keys.json" {
 		t.Fatalf("defaults: %+v", m)
+	}
+	// Origins as browsers send them.
+	if c, _, err := ParseConfig([]byte(base+`,"mqtt":{"ws_origins":["HTTP://Table7.Local:8080","https://pit.example:443"]}}`), "/"); err != nil ||
+		!slices.Equal(c.MQTT.WSOrigins, []string{"http://table7.local:8080", "https://pit.example"}) {
+		t.Fatalf("ws_origins: %+v %v", c.MQTT, err)
 	}
 	// No broker configured: the embedded broker on its default ports.
 	if c, _, err := ParseConfig([]byte(base+`}`), "/"); err != nil || c.MQTT == nil || c.MQTT.Broker != "" || c.MQTT.Listen != DefaultMQTTListen {
@@ -74,6 +102,10 @@ func TestMQTTConfig(t *testing.T) {
 		{`{"command_window":"-1s"}`, "command_window"},
 		{`{"queue":-1}`, "mqtt.queue"},
 		{`{"brokr":"x"}`, "unknown field"},
+		{`{"broker":"tcp://b:1883","ws_origins":["http://a:1"]}`, "embedded broker"},
+		{`{"ws_origins":["null"]}`, "mqtt.ws_origins"},
+		{`{"ws_origins":["http://a:1/path"]}`, "mqtt.ws_origins"},
+		{`{"ws_origins":["ws://a:1"]}`, "mqtt.ws_origins"},
 	} {
 		if _, _, err := ParseConfig([]byte(base+`,"mqtt":`+tt.doc+`}`), "/"); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err %v, want %q", tt.doc, err, tt.want)
@@ -106,12 +138,15 @@ func TestMQTTConfig(t *testing.T) {
 // mqController is a controller on a simulated shoe through the real serial
 // path, publishing over MQTT.
 type mqController struct {
-	ctl    *Controller
-	url    string
-	prefix string
-	trail  string
-	key    string // alice's private key file
-	other  string // a key not in the keyring
+	ctl *Controller
+	url string
+	// user and pass are the pit's login on the embedded broker (empty on
+	// the shared Mosquitto, which lets anyone in).
+	user, pass string
+	prefix     string
+	trail      string
+	key        string // alice's private key file
+	other      string // a key not in the keyring
 }
 
 // startMQController deals coups coups of a seeded shoe at full speed into a
@@ -172,7 +207,8 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 		pty.Close()
 		t.Fatal(err)
 	}
-	mc := &mqController{ctl: ctl, url: ctl.BrokerURL(), prefix: m.Prefix, trail: c.Audit.Path, key: priv, other: other}
+	mc := &mqController{ctl: ctl, url: ctl.BrokerURL(), prefix: m.Prefix, trail: c.Audit.Path, key: priv, other: other,
+		user: ctl.pitBroker.Username, pass: ctl.pitBroker.Password}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	ctlErr := make(chan error, 1)
@@ -205,7 +241,7 @@ func (mc *mqController) supervise(t *testing.T, key string, r supervisor.Request
 // superviseAs signs with the key in the file key as name.
 func (mc *mqController) superviseAs(t *testing.T, key, name string, r supervisor.Request) (signedcmd.Reply, error) {
 	t.Helper()
-	return sendAs(t, supervisor.Options{Broker: mc.url, Table: mc.ctl.cfg.TableID, Prefix: mc.prefix, Name: name,
+	return sendAs(t, supervisor.Options{Broker: mc.url, Username: mc.user, Password: mc.pass, Table: mc.ctl.cfg.TableID, Prefix: mc.prefix, Name: name,
 		Timeout: 20 * time.Second, Logger: mqQuiet()}, key, r)
 }
 
@@ -281,7 +317,7 @@ func TestControllerOverMQTT(t *testing.T) {
 			mu.Unlock()
 			defer reader.Close()
 			if sub == nil {
-				sub = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: mc.url, Topics: []string{m.Prefix + "/#"}, OnMessage: check})
+				sub = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: mc.url, Username: mc.user, Password: mc.pass, Topics: []string{m.Prefix + "/#"}, OnMessage: check})
 				rep, err := mc.supervise(t, mc.key, supervisor.Request{Action: signedcmd.ActionResync, From: 1})
 				if err != nil || rep.Result != signedcmd.Accepted {
 					t.Fatalf("resync: %+v %v", rep, err)
@@ -364,7 +400,7 @@ func TestControllerOverMQTT(t *testing.T) {
 				t.Fatalf("unknown key: %+v %v", rep, err)
 			}
 			// A table that does not answer: the supervisor gives up.
-			_, err = sendAs(t, supervisor.Options{Broker: mc.url, Table: "NOBODY", Timeout: time.Second, Logger: mqQuiet()},
+			_, err = sendAs(t, supervisor.Options{Broker: mc.url, Username: mc.user, Password: mc.pass, Table: "NOBODY", Timeout: time.Second, Logger: mqQuiet()},
 				mc.key, supervisor.Request{Action: coup.ActionSuspend})
 			if err == nil || !strings.Contains(err.Error(), "no reply") {
 				t.Fatalf("no table: %v", err)
@@ -413,16 +449,23 @@ type testDemo struct {
 // to deal. It is stopped at the end of the test if the test did not stop it.
 func startTestDemo(t *testing.T, seed uint64, ws string) *testDemo {
 	t.Helper()
+	return startDemoWith(t, DemoOptions{Seed: seed, MQTTWS: ws, Pace: 5 * time.Millisecond, Shoes: 1})
+}
+
+// startDemoWith runs the demo with o's seed, WebSocket address, paces,
+// shoes and origins, on free ports otherwise, and returns once it is ready
+// to deal.
+func startDemoWith(t *testing.T, o DemoOptions) *testDemo {
+	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d := &testDemo{done: make(chan error, 1), cancel: cancel}
 	ready := make(chan DemoInfo, 1)
-	go func() {
-		d.done <- Demo(ctx, DemoOptions{Dir: filepath.Join(dir, "demo"), Table: "DEMO", Profile: coup.ProfileVIP,
-			MQTTListen: "127.0.0.1:0", MQTTWS: ws, HTTP: "127.0.0.1:0", Pace: 5 * time.Millisecond, CoupPace: -1,
-			Seed: seed, Shoes: 1, Ready: func(i DemoInfo) { ready <- i }, LogTo: &d.logs})
-	}()
+	o.Dir, o.Table, o.Profile = filepath.Join(dir, "demo"), "DEMO", coup.ProfileVIP
+	o.MQTTListen, o.HTTP, o.CoupPace = "127.0.0.1:0", "127.0.0.1:0", -1
+	o.Ready, o.LogTo = func(i DemoInfo) { ready <- i }, &d.logs
+	go func() { d.done <- Demo(ctx, o) }()
 	select {
 	case d.info = <-ready:
 	case err := <-d.done:
@@ -436,7 +479,8 @@ func startTestDemo(t *testing.T, seed uint64, ws string) *testDemo {
 // waitCoupResult waits until a coup's result arrives on pit/events.
 func (d *testDemo) waitCoupResult(t *testing.T) {
 	t.Helper()
-	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: d.info.MQTT, Topics: []string{d.info.Prefix + "/" + mqttpub.TopicPitEvents}})
+	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: d.info.MQTT, Username: d.info.PitBrokerUser, Password: d.info.PitBrokerPassword,
+		Topics: []string{d.info.Prefix + "/" + mqttpub.TopicPitEvents}})
 	sub.Wait(mqWait, "a coup's result", func(ms []mqtttest.Msg) bool {
 		for _, m := range ms {
 			var e mqttpub.Event

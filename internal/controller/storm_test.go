@@ -165,9 +165,12 @@ func startStormTable(t *testing.T, m *MQTTSection) *stormTable {
 	}
 	st := &stormTable{ctl: ctl, clk: clk, trail: trail, topics: mqttpub.Topics{Prefix: m.Prefix}, url: ctl.BrokerURL(),
 		wctx: wctx, priv: ed25519.PrivateKey(priv), stop: stop}
-	st.replies = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: st.url, Topics: []string{st.topics.Topic(mqttpub.TopicCmdReply)}})
+	pit := ctl.pitBroker // the embedded broker's pit login, empty on Mosquitto
+	st.replies = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: st.url, Username: pit.Username, Password: pit.Password,
+		Topics: []string{st.topics.Topic(mqttpub.TopicCmdReply)}})
 	dial := func(role string, sub ...string) *mqttpub.Conn {
-		conn, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: st.url, ClientID: mqtttest.ClientID(t, role), Subscribe: sub, Logger: mqQuiet()})
+		conn, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: st.url, ClientID: mqtttest.ClientID(t, role), Username: pit.Username, Password: pit.Password,
+			Subscribe: sub, Logger: mqQuiet()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,15 @@
 // Package mqttbroker is the MQTT broker tablectl runs inside itself when no
 // broker is configured (github.com/mochi-mqtt/server/v2), so a controller,
 // a demo or a developer's laptop works with nothing else installed. It
-// listens on loopback, over TCP and WebSocket. Anyone who can reach it may
-// subscribe and may publish commands, each client at a bounded rate; only
-// the controller, which logs in with a password made at start, may publish
-// anything else.
+// listens on loopback, over TCP and WebSocket. What a client may read and
+// publish depends on its login: the controller (the writer, with a password
+// made at start) publishes everything, the logins it is given (the pit) read
+// and publish what each lists, and a client without a login reads only the
+// public topics. The controller's client id is reserved to the writer, so no
+// one can take over its session, and each client may publish only at a
+// bounded rate. The WebSocket refuses a browser page from
+// an origin not on its list, so a foreign web page cannot use a visitor's
+// browser as a client on the table's machine.
 //
 // In production the table runs Mosquitto (deploy/mosquitto/) instead.
 package mqttbroker
@@ -18,18 +23,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
-
 	"github.com/gorilla/websocket"
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/tablectl/tablectl/internal/clock"
 )
 
 // Options configure the embedded broker.
@@ -41,17 +46,29 @@ type Options struct {
 	// taken port can say how to pick another.
 	TCPFlag, WSFlag string
 	// Writer and WriterPassword are the credentials of the one client that
-	// may publish on every topic (the controller).
+	// may read and publish on every topic (the controller).
 	Writer, WriterPassword string
-	// OpenTopics are the topics any client may publish to (the command
-	// topic): names or MQTT filters ("tablectl/+/cmd").
-	OpenTopics []string
+	// WriterClientID, when set, is reserved to the writer: a connect with
+	// it and without the writer's credentials is refused, so that no one
+	// takes over the controller's session (and has its last will sent).
+	WriterClientID string
+	// Logins are the other users the broker knows (the pit, a display),
+	// each with what it may read and publish. A known user with a wrong
+	// password is refused.
+	Logins []Login
+	// Anonymous is what a client without a known login may read and
+	// publish (the public topics); the zero value is nothing.
+	Anonymous Access
+	// WSOrigins are the web origins ("http://127.0.0.1:8080") whose pages
+	// may open the WebSocket; AllowOrigins adds more once known. A request
+	// without an Origin header is not a browser page's, and is let in; a
+	// page of any other origin is refused.
+	WSOrigins []string
 	// MaxPacket bounds one MQTT packet; 0 is 4 MiB.
 	MaxPacket uint32
-	// ClientLimit bounds how fast each client (by client id) may publish
-	// on the open topics; beyond it a message is acknowledged to its
-	// publisher and delivered to no one. The writer is never limited. The
-	// zero value is no limit.
+	// ClientLimit bounds how fast each client (by client id) other than
+	// the writer may publish; beyond it a message is acknowledged to its
+	// publisher and delivered to no one. The zero value is no limit.
 	ClientLimit Rate
 	// OnLimited hears each message ClientLimit dropped. It must not block.
 	OnLimited func(client, topic string, size int)
@@ -66,11 +83,24 @@ type Rate struct {
 	Every time.Duration
 }
 
+// Access is what a client may do: MQTT topic filters it may read
+// (subscribe to and receive) and publish to ("tablectl/T1/public/#").
+type Access struct {
+	Read, Write []string
+}
+
+// Login is a user and password the broker knows, and its access.
+type Login struct {
+	Username, Password string
+	Access
+}
+
 // Broker is a running embedded broker.
 type Broker struct {
 	srv     *mqtt.Server
 	tcpAddr string
 	wsAddr  string
+	origins *origins
 	closed  atomic.Bool
 }
 
@@ -98,7 +128,7 @@ func Start(opt Options) (*Broker, error) {
 		Logger:                 log.With("component", "mqtt-broker"),
 		SysTopicResendInterval: 60,
 	})
-	if err := srv.AddHook(&accessHook{opt: opt}, nil); err != nil {
+	if err := srv.AddHook(&accessHook{opt: opt, log: log}, nil); err != nil {
 		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
 	}
 	if opt.ClientLimit.Burst > 0 && opt.ClientLimit.Every > 0 {
@@ -107,7 +137,10 @@ func Start(opt Options) (*Broker, error) {
 			return nil, fmt.Errorf("embedded MQTT broker: %w", err)
 		}
 	}
-	b := &Broker{srv: srv}
+	b := &Broker{srv: srv, origins: &origins{}}
+	if err := b.AllowOrigins(opt.WSOrigins...); err != nil {
+		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
+	}
 	if opt.TCP != "" {
 		l := listeners.NewTCP(listeners.Config{ID: "tcp", Address: opt.TCP})
 		if err := srv.AddListener(l); err != nil {
@@ -117,7 +150,7 @@ func Start(opt Options) (*Broker, error) {
 		b.tcpAddr = l.Address()
 	}
 	if opt.WS != "" {
-		l := &wsListener{id: "ws", address: opt.WS}
+		l := &wsListener{id: "ws", address: opt.WS, origins: b.origins}
 		if err := srv.AddListener(l); err != nil {
 			srv.Close()
 			return nil, listenErr("WebSocket", opt.WS, opt.WSFlag, err)
@@ -163,6 +196,77 @@ func (b *Broker) WSURL() string {
 	return "ws://" + b.wsAddr + "/mqtt"
 }
 
+// AllowOrigins lets pages of these web origins open the WebSocket (the
+// controller's web display, known once its HTTP listener is up). An origin
+// is scheme://host[:port], as a browser sends it.
+func (b *Broker) AllowOrigins(origin ...string) error {
+	var errs []error
+	for _, o := range origin {
+		n, err := NormalizeOrigin(o)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		b.origins.add(n)
+	}
+	return errors.Join(errs...)
+}
+
+// NormalizeOrigin checks a web origin and puts it in the form browsers
+// send: lower-case scheme and host, no default port, no path.
+func NormalizeOrigin(o string) (string, error) {
+	u, err := url.Parse(o)
+	if err != nil {
+		return "", fmt.Errorf("web origin %q: %w", o, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("web origin %q: want http(s)://host[:port], nothing after", o)
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if p := u.Port(); scheme == "http" && p == "80" || scheme == "https" && p == "443" {
+		host = strings.ToLower(u.Hostname())
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+	}
+	return scheme + "://" + host, nil
+}
+
+// origins is the WebSocket's list of allowed web origins.
+type origins struct {
+	mu sync.Mutex
+	ok map[string]bool
+}
+
+func (o *origins) add(origin string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ok == nil {
+		o.ok = map[string]bool{}
+	}
+	o.ok[origin] = true
+}
+
+// allowed reports whether a WebSocket request may be upgraded: no Origin
+// header (not a browser page), or an origin on the list.
+func (o *origins) allowed(r *http.Request) bool {
+	h, ok := r.Header["Origin"]
+	if !ok || len(h) == 0 {
+		return true
+	}
+	if len(h) != 1 {
+		return false
+	}
+	n, err := NormalizeOrigin(h[0])
+	if err != nil {
+		return false // "null" (a sandboxed or file page) among others
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ok[n]
+}
+
 // Close disconnects every client and stops the listeners.
 func (b *Broker) Close() error {
 	if !b.closed.CompareAndSwap(false, true) {
@@ -171,11 +275,12 @@ func (b *Broker) Close() error {
 	return b.srv.Close()
 }
 
-// accessHook lets anyone read and publish the open topics, and the writer
-// everything.
+// accessHook authenticates clients and checks every subscription,
+// delivery and publish against their access.
 type accessHook struct {
 	mqtt.HookBase
 	opt Options
+	log *slog.Logger
 }
 
 func (h *accessHook) ID() string { return "tablectl-access" }
@@ -184,24 +289,66 @@ func (h *accessHook) Provides(b byte) bool {
 	return b == mqtt.OnConnectAuthenticate || b == mqtt.OnACLCheck
 }
 
+// isWriter reports whether a connect carries the writer's credentials.
+func (h *accessHook) isWriter(user, pass []byte) bool {
+	return h.opt.Writer != "" && h.opt.WriterPassword != "" && string(user) == h.opt.Writer &&
+		subtle.ConstantTimeCompare(pass, []byte(h.opt.WriterPassword)) == 1
+}
+
 func (h *accessHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
-	if string(pk.Connect.Username) != h.opt.Writer || h.opt.Writer == "" {
-		return true // a reader: it may not write outside the open topics
+	user, pass := pk.Connect.Username, pk.Connect.Password
+	writer := h.isWriter(user, pass)
+	if h.opt.WriterClientID != "" && pk.Connect.ClientIdentifier == h.opt.WriterClientID && !writer {
+		h.log.Warn("refused a connect with the controller's client id", "remote", remote(cl))
+		return false
 	}
-	return subtle.ConstantTimeCompare(pk.Connect.Password, []byte(h.opt.WriterPassword)) == 1 && h.opt.WriterPassword != ""
+	if h.opt.Writer != "" && string(user) == h.opt.Writer {
+		return writer
+	}
+	if l, ok := h.login(user); ok {
+		return l.Password != "" && subtle.ConstantTimeCompare(pass, []byte(l.Password)) == 1
+	}
+	return true // anonymous, or a name the broker does not know: the public's access
+}
+
+// login is the known login of a username.
+func (h *accessHook) login(user []byte) (Login, bool) {
+	if len(user) == 0 {
+		return Login{}, false
+	}
+	i := slices.IndexFunc(h.opt.Logins, func(l Login) bool { return l.Username == string(user) })
+	if i < 0 {
+		return Login{}, false
+	}
+	return h.opt.Logins[i], true
+}
+
+// access is what an authenticated client may do, by its username (the
+// connect was checked, so the name stands for its login).
+func (h *accessHook) access(cl *mqtt.Client) (all bool, a Access) {
+	user := cl.Properties.Username
+	if h.opt.Writer != "" && bytes.Equal(user, []byte(h.opt.Writer)) {
+		return true, Access{}
+	}
+	if l, ok := h.login(user); ok {
+		return false, l.Access
+	}
+	return false, h.opt.Anonymous
 }
 
 func (h *accessHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
-	if !write {
+	all, a := h.access(cl)
+	if all {
 		return true
 	}
-	if h.opt.Writer != "" && bytes.Equal(cl.Properties.Username, []byte(h.opt.Writer)) {
-		return true
+	filters := a.Read
+	if write {
+		filters = a.Write
 	}
-	return slices.ContainsFunc(h.opt.OpenTopics, func(f string) bool { return matches(f, topic) })
+	return slices.ContainsFunc(filters, func(f string) bool { return matches(f, topic) })
 }
 
-// limitHook holds each client to Options.ClientLimit on the open topics.
+// limitHook holds each client but the writer to Options.ClientLimit.
 type limitHook struct {
 	mqtt.HookBase
 	opt Options
@@ -229,9 +376,6 @@ func (h *limitHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packe
 	if h.opt.Writer != "" && bytes.Equal(cl.Properties.Username, []byte(h.opt.Writer)) {
 		return pk, nil
 	}
-	if !slices.ContainsFunc(h.opt.OpenTopics, func(f string) bool { return matches(f, pk.TopicName) }) {
-		return pk, nil
-	}
 	now := h.clk.Now()
 	r := h.opt.ClientLimit
 	h.mu.Lock()
@@ -256,7 +400,7 @@ func (h *limitHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packe
 		return pk, nil
 	}
 	if n&(n-1) == 0 { // log at 1, 2, 4, 8...
-		h.log.Warn("mqtt broker: a client publishes too fast on an open topic; message dropped",
+		h.log.Warn("mqtt broker: a client publishes too fast; message dropped",
 			"client", cl.ID, "topic", pk.TopicName, "burst", r.Burst, "every", r.Every, "dropped", n)
 	}
 	if h.opt.OnLimited != nil {
@@ -272,7 +416,17 @@ func (h *limitHook) OnDisconnect(cl *mqtt.Client, _ error, _ bool) {
 	h.mu.Unlock()
 }
 
-// matches reports whether an MQTT topic filter matches a topic name.
+func remote(cl *mqtt.Client) string {
+	if cl == nil {
+		return ""
+	}
+	return cl.Net.Remote
+}
+
+// matches reports whether an MQTT topic filter matches a topic name. On a
+// subscription the "name" is the client's filter, whose + and # match only
+// a + or # of ours, so a wildcard subscription is let in only when every
+// topic it could match is.
 func matches(filter, topic string) bool {
 	fs, ts := strings.Split(filter, "/"), strings.Split(topic, "/")
 	for i, f := range fs {
@@ -297,6 +451,7 @@ type wsListener struct {
 	log         *slog.Logger
 	once        sync.Once
 	upgrader    websocket.Upgrader
+	origins     *origins
 
 	mu          sync.Mutex
 	establishFn listeners.EstablishFn
@@ -320,14 +475,16 @@ func (l *wsListener) Init(log *slog.Logger) error {
 	l.ln = ln
 	l.upgrader = websocket.Upgrader{
 		Subprotocols: []string{"mqtt"},
-		// Browsers on any page may connect: the broker is on loopback and
-		// grants readers nothing the ACL does not.
-		CheckOrigin: func(*http.Request) bool { return true },
+		// A browser lets any page it shows open a WebSocket to the table's
+		// machine: only the controller's own web display and the configured
+		// origins may.
+		CheckOrigin: l.origins.allowed,
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c, err := l.upgrader.Upgrade(w, r, nil)
 		if err != nil {
+			l.log.Warn("websocket refused", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr, "err", err)
 			return
 		}
 		defer c.Close()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/gorilla/websocket"
 
 	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
@@ -66,7 +68,7 @@ func TestTakenPortNamesTheFlag(t *testing.T) {
 // TestTCPAndWebSocket: a message published over TCP reaches a subscriber
 // over WebSocket, and the other way round.
 func TestTCPAndWebSocket(t *testing.T) {
-	b := start(t, Options{TCP: "127.0.0.1:0", WS: "127.0.0.1:0", Writer: "tablectl", WriterPassword: "s3cret"})
+	b := start(t, Options{TCP: "127.0.0.1:0", WS: "127.0.0.1:0", Writer: "tablectl", WriterPassword: "s3cret", Anonymous: Access{Read: []string{"t/#"}}})
 	if !strings.HasPrefix(b.WSURL(), "ws://127.0.0.1:") || !strings.HasSuffix(b.WSURL(), "/mqtt") {
 		t.Fatalf("ws url %q", b.WSURL())
 	}
@@ -79,62 +81,191 @@ func TestTCPAndWebSocket(t *testing.T) {
 	}
 }
 
-// TestOnlyTheWriterWrites: anyone may read and publish commands; only the
-// controller, with its password, may publish anything else; a wrong
-// password for the controller's name is refused outright.
-func TestOnlyTheWriterWrites(t *testing.T) {
-	b := start(t, Options{TCP: "127.0.0.1:0", Writer: "tablectl", WriterPassword: "s3cret", OpenTopics: []string{"tablectl/+/cmd"}})
-	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Topics: []string{"tablectl/#"}})
+// TestAccess: the controller writes everything; the pit login reads
+// everything and publishes commands; a client without a login reads the
+// public topics only and publishes nothing; a known login with a wrong
+// password is refused outright.
+func TestAccess(t *testing.T) {
+	b := start(t, Options{TCP: "127.0.0.1:0", Writer: "tablectl", WriterPassword: "s3cret",
+		Logins:    []Login{{Username: "pit", Password: "pit-pw", Access: Access{Read: []string{"tablectl/T1/#"}, Write: []string{"tablectl/T1/cmd"}}}},
+		Anonymous: Access{Read: []string{"tablectl/T1/status", "tablectl/T1/public/#"}}})
+	pit := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Username: "pit", Password: "pit-pw", Topics: []string{"tablectl/#"}})
+	anon := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Topics: []string{"tablectl/T1/public/#", "tablectl/T1/status"}})
+	if r := pit.Refused(); len(r) != 1 || r[0] != "tablectl/#" {
+		t.Fatalf("the pit's subscription to tablectl/#: refused %v, want refused (it reads tablectl/T1/# only)", r)
+	}
+	pit = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Username: "pit", Password: "pit-pw", Topics: []string{"tablectl/T1/#"}})
+	for _, tt := range []struct {
+		name, filter string
+		refused      bool
+	}{
+		{"everything", "#", true},
+		{"the table", "tablectl/T1/#", true},
+		{"pit", "tablectl/T1/pit/#", true},
+		{"pit coup through +", "tablectl/T1/+/coup", true},
+		{"cmd", "tablectl/T1/cmd", true},
+		{"public", "tablectl/T1/public/#", false},
+		{"public coup", "tablectl/T1/public/coup", false},
+		{"status", "tablectl/T1/status", false},
+	} {
+		t.Run("anonymous subscribes to "+tt.name, func(t *testing.T) {
+			s := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Topics: []string{tt.filter}})
+			if got := len(s.Refused()) == 1; got != tt.refused {
+				t.Fatalf("subscription to %s refused %v, want %v", tt.filter, got, tt.refused)
+			}
+		})
+	}
 	mqtttest.Publish(t, b.URL(), "", "", "tablectl/T1/pit/events", 1, []byte("forged"))
+	mqtttest.Publish(t, b.URL(), "", "", "tablectl/T1/cmd", 1, []byte("anonymous command"))
 	mqtttest.Publish(t, b.URL(), "display", "x", "tablectl/T1/status", 1, []byte("forged"))
-	mqtttest.Publish(t, b.URL(), "", "", "tablectl/T1/cmd", 1, []byte("a command"))
-	mqtttest.Publish(t, b.URL(), "tablectl", "s3cret", "tablectl/T1/pit/events", 1, []byte("real"))
-	got := sub.Wait(10*time.Second, "the command and the controller's event", func(m []mqtttest.Msg) bool { return len(m) >= 2 })
-	// Each publish is its own client, so the two may arrive in either order;
-	// a forged one, had it got through, arrived before the last of them.
+	mqtttest.Publish(t, b.URL(), "pit", "pit-pw", "tablectl/T1/public/coup", 1, []byte("forged by the pit"))
+	mqtttest.Publish(t, b.URL(), "pit", "pit-pw", "tablectl/T1/cmd", 1, []byte("a command"))
+	mqtttest.Publish(t, b.URL(), "tablectl", "s3cret", "tablectl/T1/pit/coup", 1, []byte("KH face down"))
+	mqtttest.Publish(t, b.URL(), "tablectl", "s3cret", "tablectl/T1/public/coup", 1, []byte("hidden"))
+	got := pit.Wait(10*time.Second, "the command and the controller's two", func(m []mqtttest.Msg) bool { return len(m) >= 3 })
+	// Each publish is its own client, so they may arrive in any order; a
+	// forged one, had it got through, arrived before the last of them.
 	payloads := make([]string, len(got))
 	for i, m := range got {
 		payloads[i] = m.Topic + " " + string(m.Payload)
 	}
 	slices.Sort(payloads)
-	if !slices.Equal(payloads, []string{"tablectl/T1/cmd a command", "tablectl/T1/pit/events real"}) {
-		for _, m := range got {
-			t.Logf("%s %s", m.Topic, m.Payload)
-		}
-		t.Fatal("a reader's publish got through, or a permitted one did not")
+	if !slices.Equal(payloads, []string{"tablectl/T1/cmd a command", "tablectl/T1/pit/coup KH face down", "tablectl/T1/public/coup hidden"}) {
+		t.Fatalf("the pit received %q: a forbidden publish got through, or a permitted one did not", payloads)
 	}
-	if !matches("tablectl/+/cmd", "tablectl/T1/cmd") || matches("tablectl/+/cmd", "tablectl/T1/cmd/x") || !matches("a/#", "a/b/c") {
+	if m := anon.Wait(10*time.Second, "the public coup", func(m []mqtttest.Msg) bool { return len(m) >= 1 }); len(m) != 1 || m[0].Topic != "tablectl/T1/public/coup" {
+		t.Fatalf("anonymous received %v", m)
+	}
+	if !matches("tablectl/+/cmd", "tablectl/T1/cmd") || matches("tablectl/+/cmd", "tablectl/T1/cmd/x") || !matches("a/#", "a/b/c") ||
+		matches("a/b/public/#", "a/b/#") || matches("a/+/c", "a") {
 		t.Fatal("topic filter matching")
 	}
 }
 
-func TestWrongWriterPasswordRefused(t *testing.T) {
-	h := &accessHook{opt: Options{Writer: "tablectl", WriterPassword: "s3cret"}}
-	if h.OnConnectAuthenticate(nil, connectPacket("tablectl", "guess")) {
-		t.Fatal("wrong password accepted for the writer")
+// TestConnectRefused: wrong passwords for the controller's or a login's
+// name, and the controller's client id without its credentials, are
+// refused; readers and the right credentials are let in.
+func TestConnectRefused(t *testing.T) {
+	h := &accessHook{log: quiet(), opt: Options{Writer: "tablectl", WriterPassword: "s3cret", WriterClientID: "tablectl-T1",
+		Logins: []Login{{Username: "pit", Password: "pit-pw"}}}}
+	for _, tt := range []struct {
+		id, user, pass string
+		ok             bool
+	}{
+		{"c1", "tablectl", "guess", false},
+		{"c1", "tablectl", "", false},
+		{"c1", "pit", "guess", false},
+		{"c1", "pit", "", false},
+		{"tablectl-T1", "", "", false},
+		{"tablectl-T1", "pit", "pit-pw", false},
+		{"tablectl-T1", "tablectl", "guess", false},
+		{"tablectl-T1", "tablectl", "s3cret", true},
+		{"c1", "tablectl", "s3cret", true},
+		{"c1", "pit", "pit-pw", true},
+		{"c1", "display", "", true},
+		{"c1", "", "", true},
+	} {
+		if got := h.OnConnectAuthenticate(nil, connectPacket(tt.id, tt.user, tt.pass)); got != tt.ok {
+			t.Errorf("connect %s as %q/%q: let in %v, want %v", tt.id, tt.user, tt.pass, got, tt.ok)
+		}
 	}
-	if !h.OnConnectAuthenticate(nil, connectPacket("tablectl", "s3cret")) || !h.OnConnectAuthenticate(nil, connectPacket("display", "")) {
-		t.Fatal("right password or a reader refused")
+}
+
+// TestWriterClientIDReserved: a real client connecting with the
+// controller's client id and no credentials is refused, and the
+// controller's session (its last will) is untouched.
+func TestWriterClientIDReserved(t *testing.T) {
+	b := start(t, Options{TCP: "127.0.0.1:0", Writer: "tablectl", WriterPassword: "s3cret", WriterClientID: "tablectl-T1",
+		Anonymous: Access{Read: []string{"tablectl/T1/status"}}})
+	status := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Topics: []string{"tablectl/T1/status"}})
+	o := paho.NewClientOptions().AddBroker(b.URL()).SetClientID("tablectl-T1").SetUsername("tablectl").SetPassword("s3cret").
+		SetWill("tablectl/T1/status", "offline", 1, true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second)
+	ctl := paho.NewClient(o)
+	if tok := ctl.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("the controller's connect: %v", tok.Error())
+	}
+	defer ctl.Disconnect(0)
+	for _, user := range []string{"", "tablectl"} {
+		o := paho.NewClientOptions().AddBroker(b.URL()).SetClientID("tablectl-T1").SetUsername(user).SetPassword("guess").
+			SetAutoReconnect(false).SetConnectTimeout(5 * time.Second)
+		evil := paho.NewClient(o)
+		tok := evil.Connect()
+		if !tok.WaitTimeout(10 * time.Second) {
+			t.Fatal("no answer to the connect")
+		}
+		if tok.Error() == nil {
+			evil.Disconnect(0)
+			t.Fatalf("a connect with the controller's client id as %q was let in", user)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // a will, had it been sent, is here by now
+	if m := status.Messages(); len(m) != 0 || !ctl.IsConnectionOpen() {
+		t.Fatalf("the controller was knocked off: status %v, connected %v", m, ctl.IsConnectionOpen())
+	}
+}
+
+// TestWebSocketOrigin: a browser page's WebSocket is upgraded only for the
+// listed origins (and those added later); a client without Origin is not a
+// page and is let in.
+func TestWebSocketOrigin(t *testing.T) {
+	b := start(t, Options{TCP: "127.0.0.1:0", WS: "127.0.0.1:0", WSOrigins: []string{"http://127.0.0.1:8080", "HTTPS://Table7.example:443"}})
+	if err := b.AllowOrigins("http://localhost:9090"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AllowOrigins("null", "ftp://x", "http://x/path", "http://"); err == nil {
+		t.Fatal("malformed origins taken")
+	}
+	for _, tt := range []struct {
+		origin string // "-": no header
+		ok     bool
+	}{
+		{"-", true},
+		{"http://127.0.0.1:8080", true},
+		{"https://table7.example", true},
+		{"http://localhost:9090", true},
+		{"http://evil.example", false},
+		{"http://127.0.0.1:8081", false},
+		{"https://127.0.0.1:8080", false},
+		{"null", false},
+		{"", false},
+	} {
+		t.Run(tt.origin, func(t *testing.T) {
+			h := http.Header{"Sec-WebSocket-Protocol": {"mqtt"}}
+			if tt.origin != "-" {
+				h["Origin"] = []string{tt.origin}
+			}
+			c, resp, err := websocket.DefaultDialer.Dial(b.WSURL(), h)
+			if c != nil {
+				c.Close()
+			}
+			if (err == nil) != tt.ok {
+				t.Fatalf("origin %q: upgrade error %v, want allowed %v", tt.origin, err, tt.ok)
+			}
+			if !tt.ok && (resp == nil || resp.StatusCode != http.StatusForbidden) {
+				t.Fatalf("origin %q: refused without a 403: %v", tt.origin, resp)
+			}
+		})
 	}
 }
 
 // TestClientLimit: each client may publish a burst on the open topic, then
 // one message an interval; beyond it a message is acknowledged (the
 // publisher is not held up) and delivered to no one, and OnLimited hears
-// of it. Another client has a bucket of its own; the writer and the other
-// topics are never limited.
+// of it. Another client has a bucket of its own; the writer is never
+// limited.
 func TestClientLimit(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
 	var mu sync.Mutex
 	limited := map[string]int{}
-	b := start(t, Options{TCP: "127.0.0.1:0", Writer: "tablectl", WriterPassword: "s3cret", OpenTopics: []string{"tablectl/+/cmd"},
+	b := start(t, Options{TCP: "127.0.0.1:0", Writer: "tablectl", WriterPassword: "s3cret",
+		Logins:      []Login{{Username: "pit", Password: "pw", Access: Access{Read: []string{"tablectl/#"}, Write: []string{"tablectl/+/cmd"}}}},
 		ClientLimit: Rate{Burst: 3, Every: time.Minute}, Clock: clk,
 		OnLimited: func(client, topic string, size int) {
 			mu.Lock()
 			limited[client+" "+topic] += size
 			mu.Unlock()
 		}})
-	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Topics: []string{"tablectl/#"}})
+	sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Username: "tablectl", Password: "s3cret", Topics: []string{"tablectl/#"}})
 	dial := func(id, user, pass string) paho.Client {
 		c := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID(id).SetUsername(user).SetPassword(pass))
 		if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
@@ -150,7 +281,7 @@ func TestClientLimit(t *testing.T) {
 			}
 		}
 	}
-	flood, other, writer := dial("flood", "", ""), dial("other", "", ""), dial("ctl", "tablectl", "s3cret")
+	flood, other, writer := dial("flood", "pit", "pw"), dial("other", "pit", "pw"), dial("ctl", "tablectl", "s3cret")
 	publish(flood, "tablectl/T1/cmd", 5, "flood")
 	publish(other, "tablectl/T1/cmd", 2, "other")
 	publish(writer, "tablectl/T1/cmd", 5, "writer")
