@@ -1,82 +1,198 @@
 package controller
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"maps"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
 
-// TestDeployMosquittoACL runs Mosquitto with deploy/mosquitto/acl as it is
-// and users made with mosquitto_passwd, and proves what the ACL promises:
-// a display reads public/# and status only and cannot send a command or
-// forge state; the pit reads everything and may send commands; tablectl
-// writes the rest.
-func TestDeployMosquittoACL(t *testing.T) {
+// deployedMosquitto runs Debian's Mosquitto as a table installs it: the
+// package's own /etc/mosquitto/mosquitto.conf
+// (testdata/debian/mosquitto.conf, from mosquitto 2.0.11-1.2+deb12u2) with
+// deploy/mosquitto/mosquitto.conf as conf.d/tablectl.conf and
+// deploy/mosquitto/acl. Only paths and ports are rewritten, to the test's
+// own; the TLS listeners get a certificate made for the test. It returns
+// the loopback listener's URL and the broker's log so far.
+func deployedMosquitto(t *testing.T, users map[string]string) (url string, proc *mosquitto.Process) {
+	t.Helper()
+	testenv.Command(t, "mosquitto", "mosquitto")
+	dir := t.TempDir()
+	confd := filepath.Join(dir, "conf.d")
+	if err := os.Mkdir(confd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stock, err := os.ReadFile("testdata/debian/mosquitto.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := strings.NewReplacer("/run/mosquitto/mosquitto.pid", filepath.Join(dir, "mosquitto.pid"),
+		"/var/lib/mosquitto/", dir+"/", "/var/log/mosquitto/mosquitto.log", filepath.Join(dir, "mosquitto.log"),
+		"/etc/mosquitto/conf.d", confd).Replace(string(stock))
+	snippet, err := os.ReadFile("../../deploy/mosquitto/mosquitto.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = mosquitto.FreePort(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crt, key := testCert(t, dir)
+	passwd := filepath.Join(dir, "passwd")
 	acl, err := filepath.Abs("../../deploy/mosquitto/acl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	passwd := filepath.Join(dir, "passwd")
-	users := map[string]string{"tablectl": "tc-secret", "display": "display-secret", "pit": "pit-secret"}
+	conf := strings.NewReplacer(
+		"listener 1883 127.0.0.1", fmt.Sprintf("listener %d 127.0.0.1", ports[0]),
+		"listener 8883\n", fmt.Sprintf("listener %d 127.0.0.1\n", ports[1]),
+		"listener 8884\n", fmt.Sprintf("listener %d 127.0.0.1\n", ports[2]),
+		"/etc/mosquitto/certs/table.crt", crt, "/etc/mosquitto/certs/table.key", key, "/etc/mosquitto/certs/ca.crt", crt,
+		"/etc/mosquitto/tablectl.passwd", passwd, "/etc/mosquitto/tablectl/acl", acl).Replace(string(snippet))
+	files := map[string]string{
+		filepath.Join(dir, "mosquitto.conf"):  main,
+		filepath.Join(confd, "tablectl.conf"): conf,
+		// The test's own: root keeps its files, and the log comes to stderr.
+		filepath.Join(confd, "zz-test.conf"): "user root\nlog_dest stderr\nlog_type all\n",
+	}
+	for path, body := range files {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	first := true
-	for u, p := range users {
-		args := []string{"-b", passwd, u, p}
+	for _, u := range slices.Sorted(maps.Keys(users)) {
+		args := []string{"-b", passwd, u, users[u]}
 		if first {
 			args = append([]string{"-c"}, args...)
 			first = false
 		}
 		if out, err := exec.Command(testenv.Command(t, "mosquitto_passwd", "mosquitto"), args...).CombinedOutput(); err != nil {
-			t.Fatalf("mosquitto_passwd (in the mosquitto package): %v\n%s", err, out)
+			t.Fatalf("mosquitto_passwd: %v\n%s", err, out)
 		}
 	}
-	m := mqtttest.StartMosquitto(t, fmt.Sprintf("per_listener_settings false\nallow_anonymous false\npassword_file %s\nacl_file %s\n", passwd, acl))
-	const prefix = "tablectl/ACL-1"
+	proc, err = mosquitto.Start(filepath.Join(dir, "mosquitto.conf"), 10*time.Second)
+	if err != nil {
+		t.Fatalf("Debian's Mosquitto with the shipped snippet: %v", err)
+	}
+	t.Cleanup(proc.Kill)
+	for _, line := range strings.Split(proc.Log(), "\n") {
+		if (strings.Contains(line, "Warning") || strings.Contains(line, "Error")) && !strings.Contains(line, "should not be run as root") {
+			t.Errorf("Mosquitto said: %s", line)
+		}
+	}
+	return fmt.Sprintf("tcp://127.0.0.1:%d", ports[0]), proc
+}
+
+// testCert writes a self-signed certificate and its key for 127.0.0.1.
+func testCert(t *testing.T, dir string) (crtFile, keyFile string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "table"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crtFile, keyFile = filepath.Join(dir, "table.crt"), filepath.Join(dir, "table.key")
+	if err := os.WriteFile(crtFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return crtFile, keyFile
+}
+
+// TestDeployMosquittoACL runs Debian's Mosquitto as a table installs it
+// (deployedMosquitto) and proves what the ACL promises: a display reads
+// public/# and status only and cannot send a command or forge state; the
+// table's pit reads everything of its table and may send its commands;
+// another table's pit can do neither; tablectl writes the rest.
+func TestDeployMosquittoACL(t *testing.T) {
+	users := map[string]string{"tablectl": "tc-secret", "display-1": "display-secret", "pit-BAC-07": "pit-secret", "pit-BAC-08": "other-pit"}
+	url, proc := deployedMosquitto(t, users)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Mosquitto's log:\n%s", proc.Log())
+		}
+	})
+	const prefix = "tablectl/BAC-07"
 	topic := func(s string) string { return prefix + "/" + s }
 
-	display := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: m.URL, Username: "display", Password: users["display"],
+	display := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Username: "display-1", Password: users["display-1"],
 		Topics: []string{"tablectl/#", topic("pit/#"), topic("pit/events")}})
-	pit := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: m.URL, Username: "pit", Password: users["pit"], Topics: []string{"tablectl/#"}})
-	ctl := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: m.URL, Username: "tablectl", Password: users["tablectl"], Topics: []string{topic("cmd")}})
+	pit := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Username: "pit-BAC-07", Password: users["pit-BAC-07"], Topics: []string{"tablectl/#"}})
+	other := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Username: "pit-BAC-08", Password: users["pit-BAC-08"], Topics: []string{"tablectl/#", topic("pit/#")}})
+	ctl := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Username: "tablectl", Password: users["tablectl"], Topics: []string{topic("cmd")}})
 
-	// A display's forgeries, each acknowledged by the broker (as Mosquitto
-	// does for a denied QoS 1 publish) before anything else is sent.
-	mqtttest.Publish(t, m.URL, "display", users["display"], topic("cmd"), 1, []byte(`{"forged":"display command"}`))
-	mqtttest.Publish(t, m.URL, "display", users["display"], topic("status"), 1, []byte(`{"forged":"status"}`))
-	mqtttest.Publish(t, m.URL, "display", users["display"], topic("public/coup"), 1, []byte(`{"forged":"coup"}`))
-	// The pit may not forge the controller's topics either.
-	mqtttest.Publish(t, m.URL, "pit", users["pit"], topic("pit/events"), 1, []byte(`{"forged":"pit event"}`))
+	// Forgeries, each acknowledged by the broker (as Mosquitto does for a
+	// denied QoS 1 publish) before anything else is sent. Each login
+	// publishes on its own connection: a login is its client id.
+	display.Publish(topic("cmd"), 1, []byte(`{"forged":"display command"}`))
+	display.Publish(topic("status"), 1, []byte(`{"forged":"status"}`))
+	display.Publish(topic("public/coup"), 1, []byte(`{"forged":"coup"}`))
+	pit.Publish(topic("pit/events"), 1, []byte(`{"forged":"pit event"}`))
+	other.Publish(topic("cmd"), 1, []byte(`{"forged":"another table's pit"}`))
 	// What tablectl and the pit may do, in order: the pit tree first, the
 	// status last.
-	mqtttest.Publish(t, m.URL, "tablectl", users["tablectl"], topic("pit/events"), 1, []byte(`{"seq":1}`))
-	mqtttest.Publish(t, m.URL, "tablectl", users["tablectl"], topic("pit/coup"), 1, []byte(`{"hidden card":"KH"}`))
-	mqtttest.Publish(t, m.URL, "tablectl", users["tablectl"], topic("pit/shoe"), 1, []byte(`{"ev":"..."}`))
-	mqtttest.Publish(t, m.URL, "tablectl", users["tablectl"], topic("public/coup"), 1, []byte(`{"coup":1}`))
-	mqtttest.Publish(t, m.URL, "pit", users["pit"], topic("cmd"), 1, []byte(`{"pit":"command"}`))
-	mqtttest.Publish(t, m.URL, "tablectl", users["tablectl"], topic("status"), 1, []byte(`{"state":"online"}`))
+	ctl.Publish(topic("pit/events"), 1, []byte(`{"seq":1}`))
+	ctl.Publish(topic("pit/coup"), 1, []byte(`{"hidden card":"KH"}`))
+	ctl.Publish(topic("pit/shoe"), 1, []byte(`{"ev":"..."}`))
+	ctl.Publish(topic("public/coup"), 1, []byte(`{"coup":1}`))
+	pit.Publish(topic("cmd"), 1, []byte(`{"pit":"command"}`))
+	ctl.Publish(topic("status"), 1, []byte(`{"state":"online"}`))
 
-	dm := display.Wait(mqWait, "the status", func(ms []mqtttest.Msg) bool {
-		_, ok := mqtttest.Last(ms, topic("status"))
-		return ok
-	})
-	for _, msg := range dm {
-		if !strings.HasPrefix(msg.Topic, topic("public/")) && msg.Topic != topic("status") {
-			t.Errorf("the display read %s: %s", msg.Topic, msg.Payload)
+	onlyPublic := func(who string, s *mqtttest.Subscriber) {
+		t.Helper()
+		ms := s.Wait(mqWait, "the status", func(ms []mqtttest.Msg) bool {
+			_, ok := mqtttest.Last(ms, topic("status"))
+			return ok
+		})
+		for _, msg := range ms {
+			if !strings.HasPrefix(msg.Topic, topic("public/")) && msg.Topic != topic("status") {
+				t.Errorf("%s read %s: %s", who, msg.Topic, msg.Payload)
+			}
+			if strings.Contains(string(msg.Payload), "forged") {
+				t.Errorf("a forgery reached %s: %s %s", who, msg.Topic, msg.Payload)
+			}
 		}
-		if strings.Contains(string(msg.Payload), "forged") {
-			t.Errorf("a forgery reached the display: %s %s", msg.Topic, msg.Payload)
+		if got := len(ms); got != 2 {
+			t.Errorf("%s got %d messages, want public/coup and status", who, got)
 		}
 	}
-	if got := len(dm); got != 2 {
-		t.Errorf("the display got %d messages, want public/coup and status", got)
-	}
+	onlyPublic("the display", display)
 	pm := pit.Wait(mqWait, "the status", func(ms []mqtttest.Msg) bool {
 		_, ok := mqtttest.Last(ms, topic("status"))
 		return ok
@@ -91,17 +207,61 @@ func TestDeployMosquittoACL(t *testing.T) {
 	if want := "pit/events pit/coup pit/shoe public/coup cmd status"; strings.Join(pitTopics, " ") != want {
 		t.Errorf("the pit read %v, want %s", pitTopics, want)
 	}
+	// Another table's pit was granted nothing of this table; by now its
+	// messages, had it any, would have arrived with the pit's.
+	if om := other.Messages(); len(om) != 0 {
+		t.Errorf("another table's pit read %d messages of this table, the first %s", len(om), om[0].Topic)
+	}
 	cm := ctl.Wait(mqWait, "the pit's command", func(ms []mqtttest.Msg) bool { return len(ms) >= 1 })
 	if len(cm) != 1 || string(cm[0].Payload) != `{"pit":"command"}` {
 		t.Errorf("the controller's commands: %+v", cm)
 	}
 	// And no login, or a wrong password, is no access.
-	if err := mqtttest.Connect(t, m.URL, "", ""); err == nil {
+	if err := mqtttest.Connect(t, url, "", ""); err == nil {
 		t.Error("anonymous login accepted")
 	}
-	if err := mqtttest.Connect(t, m.URL, "display", "guess"); err == nil {
+	if err := mqtttest.Connect(t, url, "display-1", "guess"); err == nil {
 		t.Error("a wrong password accepted")
 	}
+}
+
+// TestDeployMosquittoClientID: on the shipped config a login cannot take
+// the controller's session by connecting with its client id. The
+// controller stays connected through 20 tries by a display (with the id it
+// asked for, and with its login as id) and by the pit.
+func TestDeployMosquittoClientID(t *testing.T) {
+	users := map[string]string{"tablectl": "tc-secret", "display-1": "display-secret", "pit-BAC-07": "pit-secret"}
+	url, _ := deployedMosquitto(t, users)
+	lost := make(chan error, 64)
+	ctl := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID("tablectl-BAC-07").
+		SetUsername("tablectl").SetPassword(users["tablectl"]).SetAutoReconnect(false).
+		SetConnectionLostHandler(func(_ paho.Client, err error) { lost <- err }))
+	if tok := ctl.Connect(); !tok.WaitTimeout(mqWait) || tok.Error() != nil {
+		t.Fatalf("the controller's login: %v", tok.Error())
+	}
+	defer ctl.Disconnect(100)
+	tries := 0
+	for i := range 20 {
+		for _, who := range []struct{ user, id string }{{"display-1", "tablectl-BAC-07"}, {"display-1", "tablectl"}, {"pit-BAC-07", "tablectl"}} {
+			c := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID(who.id).
+				SetUsername(who.user).SetPassword(users[who.user]).SetAutoReconnect(false).SetConnectRetry(false))
+			if tok := c.Connect(); tok.WaitTimeout(mqWait) && tok.Error() == nil {
+				c.Disconnect(0)
+			}
+			tries++
+			_ = i
+		}
+	}
+	// The controller's connection still works: a round trip on it.
+	if tok := ctl.Publish("tablectl/BAC-07/status", 1, false, []byte(`{"state":"online"}`)); !tok.WaitTimeout(mqWait) || tok.Error() != nil {
+		t.Fatalf("the controller's connection after %d tries: %v", tries, tok.Error())
+	}
+	select {
+	case err := <-lost:
+		t.Fatalf("the controller was knocked off (%v) by a login using its client id", err)
+	default:
+	}
+	t.Logf("%d takeover tries, the controller never lost its connection", tries)
 }
 
 // TestDeploySystemdUnit checks the unit with systemd-analyze and that the
@@ -146,6 +306,17 @@ func TestDeployFilesAgree(t *testing.T) {
 	if c.MQTT == nil || c.MQTT.Broker != "tcp://127.0.0.1:1883" || c.MQTT.Username != "tablectl" || c.MQTT.Prefix != "tablectl/BAC-07" ||
 		c.MQTT.Keyring != "/etc/tablectl/supervisors.json" {
 		t.Fatalf("mqtt section %+v", c.MQTT)
+	}
+	// The shipped Mosquitto makes each login its client id: the
+	// controller's is its login, and the ACL grants that login this
+	// table's tree.
+	acl, err := os.ReadFile("../../deploy/mosquitto/acl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MQTT.ClientID != c.MQTT.Username || !strings.Contains(string(acl), "user "+c.MQTT.Username+"\ntopic write "+c.MQTT.Prefix+"/#\n") ||
+		!strings.Contains(string(acl), "user pit-"+c.TableID+"\n") {
+		t.Errorf("tablectl.json's mqtt login %q (client id %q, prefix %s) and deploy/mosquitto/acl do not agree", c.MQTT.Username, c.MQTT.ClientID, c.MQTT.Prefix)
 	}
 	rule, err := os.ReadFile("../../deploy/99-tablectl-shoe.rules")
 	if err != nil {

@@ -215,6 +215,17 @@ func Subscribe(t testing.TB, opt SubOptions) *Subscriber {
 	return s
 }
 
+// Publish publishes on the subscriber's own connection and waits for the
+// broker's acknowledgement: where a login is its client id
+// (use_username_as_clientid), a second connection with the same login
+// would take the first one's place.
+func (s *Subscriber) Publish(topic string, qos byte, payload []byte) {
+	s.t.Helper()
+	if tok := s.c.Publish(topic, qos, false, payload); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		s.t.Fatalf("publish %s as %s: %v", topic, s.opt.Username, tok.Error())
+	}
+}
+
 func (s *Subscriber) receive(_ paho.Client, m paho.Message) {
 	msg := Msg{Topic: m.Topic(), Payload: append([]byte(nil), m.Payload()...), Retained: m.Retained()}
 	if s.opt.OnMessage != nil {
