@@ -463,7 +463,10 @@ func startDemoWith(t *testing.T, o DemoOptions) *testDemo {
 	d := &testDemo{done: make(chan error, 1), cancel: cancel}
 	ready := make(chan DemoInfo, 1)
 	o.Dir, o.Table, o.Profile = filepath.Join(dir, "demo"), "DEMO", coup.ProfileVIP
-	o.MQTTListen, o.HTTP, o.CoupPace = "127.0.0.1:0", "127.0.0.1:0", -1
+	o.MQTTListen, o.HTTP = "127.0.0.1:0", "127.0.0.1:0"
+	if o.CoupPace == 0 {
+		o.CoupPace = -1 // 5 x Pace
+	}
 	o.Ready, o.LogTo = func(i DemoInfo) { ready <- i }, &d.logs
 	go func() { d.done <- Demo(ctx, o) }()
 	select {

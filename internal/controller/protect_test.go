@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
@@ -228,5 +229,66 @@ func TestProtectRestartNoFalseMisdeal(t *testing.T) {
 	}
 	if outages != 1 {
 		t.Errorf("%d controller_outage rows, want one for the restart (a new trail has none)", outages)
+	}
+}
+
+// TestDemoSuspendResume is the README's walk-through on the demo: a
+// supervisor suspends the table between coups, the simulated dealer waits
+// as a dealer would, and after resume the game goes on with no alert.
+func TestDemoSuspendResume(t *testing.T) {
+	// A second of betting, the result standing half of it (as the demo
+	// has it): wide margins for a busy machine.
+	d := startDemoWith(t, DemoOptions{Seed: 21, MQTTWS: "off", Pace: 20 * time.Millisecond, CoupPace: time.Second, Shoes: 1})
+	d.waitCoupResult(t)
+	key, name, err := supervisor.LoadKey(d.info.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := supervisor.Options{Broker: d.info.MQTT, Table: d.info.Table, Prefix: d.info.Prefix, Key: key, Name: name,
+		Username: d.info.PitBrokerUser, Password: d.info.PitBrokerPassword, Logger: mqQuiet()}
+	ctx := context.Background()
+	if _, err := supervisor.Send(ctx, o, supervisor.Request{Action: coup.ActionSuspend, Reason: "a test"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // three coups' worth of the dealer's pace
+	if _, err := supervisor.Send(ctx, o, supervisor.Request{Action: coup.ActionResume}); err != nil {
+		t.Fatalf("resume after a quiet suspension: %v", err)
+	}
+	time.Sleep(3 * time.Second)
+	d.cancel()
+	<-d.done
+	rd, err := audit.OpenReader(ctx, d.info.Trail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	suspended, resumed, cardsWhileSuspended, cardsAfter := false, false, 0, 0
+	for row, err := range rd.Events(ctx, audit.Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch row.Kind {
+		case string(coup.EvAlert):
+			t.Errorf("alert: %s", row.Body)
+			for r, err := range rd.Events(ctx, audit.Query{From: max(1, row.Seq-12), To: row.Seq}) {
+				if err == nil {
+					t.Logf("%d %s %s %.100s", r.Seq, r.At.Format("05.000"), r.Kind, r.Body)
+				}
+			}
+		case string(coup.EvSuspended):
+			suspended = true
+		case string(coup.EvResumed):
+			suspended, resumed = false, true
+		case string(coup.InCard):
+			switch {
+			case suspended:
+				cardsWhileSuspended++
+			case resumed:
+				cardsAfter++
+			}
+		}
+	}
+	if cardsWhileSuspended != 0 || cardsAfter == 0 {
+		t.Errorf("%d cards dealt while suspended, %d after resume; want none while suspended and the game going on after", cardsWhileSuspended, cardsAfter)
 	}
 }

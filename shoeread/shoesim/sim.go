@@ -163,8 +163,10 @@ func (s *Sim) Run(ctx context.Context, linger bool) error {
 
 // HoldWhile makes the dealer wait before each sentence while held says
 // so, as a dealer waits while the table is suspended (the shoe keeps its
-// heartbeats; it always sends its HELO first). Call it before Run; held is
-// polled every HoldPoll.
+// heartbeats; it always sends its HELO first), and once let go waits a
+// betting time (Options.CoupPace) before going on, so the table has its
+// result time and opens betting again. Call it before Run; held is polled
+// every HoldPoll.
 func (s *Sim) HoldWhile(held func() bool) { s.holding = held }
 
 // HoldPoll is how often a held dealer looks again.
@@ -174,8 +176,17 @@ func (s *Sim) step(ctx context.Context, st *Step) error {
 	s.at = Position{Shoe: st.At.Shoe, Coup: st.At.Coup}
 	switch st.Op {
 	case OpSend:
+		held := false
 		for s.holding != nil && s.seq > 0 && s.holding() { // HELO first: a shoe beats only once started
+			held = true
 			if err := s.wait(ctx, HoldPoll, true); err != nil {
+				return err
+			}
+		}
+		if held {
+			// Let go, the dealer gives the table its time again (the result
+			// to stand, betting to open) before going on, as after a coup.
+			if err := s.wait(ctx, s.plan.Options.CoupPace, true); err != nil {
 				return err
 			}
 		}
