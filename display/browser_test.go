@@ -48,7 +48,7 @@ import (
 
 const (
 	bTable    = "t7"
-	bPrefix   = "tablectl/t7"
+	bPrefix   = "tablectl/BAC-07" // the table deploy/mosquitto/acl is written for
 	bWriter   = "controller"
 	bWriterPW = "controller-secret"
 	bPitUser  = "pit"
@@ -182,8 +182,8 @@ func mosquittoBroker(t *testing.T) *testBroker {
 		t.Fatal(err)
 	}
 	pwFile := filepath.Join(dir, "passwd")
-	logins := map[string]string{"tablectl": bWriterPW, "display": "display-pw", "pit": "pit-mqtt-pw"}
-	for _, user := range []string{"tablectl", "display", "pit"} {
+	logins := map[string]string{"tablectl": bWriterPW, "display-1": "display-pw", "pit-BAC-07": "pit-mqtt-pw"}
+	for _, user := range []string{"tablectl", "display-1", "pit-BAC-07"} {
 		args := []string{"-b", pwFile, user, logins[user]}
 		if user == "tablectl" {
 			args = append([]string{"-c"}, args...)
@@ -195,8 +195,8 @@ func mosquittoBroker(t *testing.T) *testBroker {
 	m := mqtttest.StartMosquitto(t, fmt.Sprintf("allow_anonymous false\npassword_file %s\nacl_file %s\nlistener %d 127.0.0.1\nprotocol websockets\n", pwFile, aclFile, wsPort))
 	return &testBroker{
 		tcp: m.URL, ws: fmt.Sprintf("ws://127.0.0.1:%d/mqtt", wsPort), user: "tablectl", pass: bWriterPW,
-		public: display.WebLogin{Username: "display", Password: logins["display"]},
-		pit:    display.WebLogin{Username: "pit", Password: logins["pit"]},
+		public: display.WebLogin{Username: "display-1", Password: logins["display-1"]},
+		pit:    display.WebLogin{Username: "pit-BAC-07", Password: logins["pit-BAC-07"]},
 		stop:   m.Stop, start: m.Start,
 	}
 }
