@@ -1086,21 +1086,30 @@ func (a *applier) void(c *Command) {
 	a.resumeIfClear(wasSuspended)
 }
 
+// takeOut takes a manual entry's card out of the shoe's composition, or
+// refuses the command when there is no card or the shoe cannot hold it.
+func (a *applier) takeOut(c *Command) bool {
+	if c.Card == nil || !c.Card.Valid() {
+		a.refuse(c, "a manual entry needs a card")
+		return false
+	}
+	if err := a.t.comp.Remove(*c.Card); err != nil {
+		a.refuse(c, "%v", err)
+		return false
+	}
+	return true
+}
+
 // shortCard places a supervisor's card where the tableau wanted the card
 // a coup_incomplete alert is about.
 func (a *applier) shortCard(c *Command) {
 	t := a.t
-	if c.Card == nil || !c.Card.Valid() {
-		a.refuse(c, "a manual entry needs a card")
-		return
-	}
 	pos, err := Next(t.known())
 	if err != nil || pos == Complete {
 		a.refuse(c, "coup %d wants no card", t.coup)
 		return
 	}
-	if err := t.comp.Remove(*c.Card); err != nil {
-		a.refuse(c, "%v", err)
+	if !a.takeOut(c) {
 		return
 	}
 	wasSuspended := t.Suspended()
@@ -1125,12 +1134,7 @@ func (a *applier) manualCard(c *Command) {
 		a.shortCard(c)
 		return
 	}
-	if c.Card == nil || !c.Card.Valid() {
-		a.refuse(c, "a manual entry needs a card")
-		return
-	}
-	if err := t.comp.Remove(*c.Card); err != nil {
-		a.refuse(c, "%v", err)
+	if !a.takeOut(c) {
 		return
 	}
 	wasSuspended := t.Suspended()
