@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -17,10 +18,12 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/browsertest"
 	"github.com/tablectl/tablectl/internal/mqtttest"
+	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
 
@@ -273,9 +276,20 @@ func TestBrokerAttacks(t *testing.T) {
 		t.Errorf("the pit page's settings do not hold the pit's broker login: %v", s)
 	}
 
-	// The controller is still the one publishing: the pit sees rows after
-	// every attack.
+	// The controller is still the one publishing, on its own connection:
+	// it answers a supervisor's resync after every attack (the dealer may
+	// be waiting at a suspended table by now, so new coups are not the
+	// test).
+	key, name, err := supervisor.LoadKey(info.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := len(pit.Messages())
+	if _, err := supervisor.Send(context.Background(), supervisor.Options{Broker: info.MQTT, Table: info.Table, Prefix: info.Prefix,
+		Key: key, Name: name, Username: info.PitBrokerUser, Password: info.PitBrokerPassword, Logger: mqQuiet()},
+		supervisor.Request{Action: signedcmd.ActionResync, From: 1}); err != nil {
+		t.Fatalf("the controller after the attacks: %v", err)
+	}
 	pit.Wait(mqWait, "the controller publishing on", func(ms []mqtttest.Msg) bool { return len(ms) > n })
 	t.Logf("attacks tried %d, refused %d; meanwhile the pit saw %d pit/coup messages with a face-down card, the public %d public/coup messages, none giving a card away",
 		len(a.tried), len(a.held), faceDownSeen(pit.Messages()), publicCoups)
