@@ -17,11 +17,10 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/internal/softhsmtest"
-	"github.com/tablectl/tablectl/internal/testenv"
 )
 
 // softHSMModule is where Debian's softhsm2 package puts the module.
-const softHSMModule = "/usr/lib/softhsm/libsofthsm2.so"
+const softHSMModule = softhsmtest.Module
 
 const (
 	ckmECEdwardsKeyPairGen = 0x1055 // CKM_EC_EDWARDS_KEY_PAIR_GEN
@@ -44,23 +43,7 @@ type testHSM struct {
 // and writes the user PIN file. The token is not made yet.
 func newSoftHSM(t testing.TB) *testHSM {
 	t.Helper()
-	if _, err := os.Stat(softHSMModule); err != nil {
-		testenv.Missing(t, "SoftHSM2's module "+softHSMModule+" (Debian package softhsm2)")
-	}
-	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens")
-	if err := os.Mkdir(tokens, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "softhsm2.conf")
-	if err := os.WriteFile(conf, []byte("directories.tokendir = "+tokens+"\nobjectstore.backend = file\nlog.level = ERROR\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SOFTHSM2_CONF", conf)
-	pinFile := filepath.Join(dir, "hsm.pin")
-	if err := os.WriteFile(pinFile, []byte(testUserPIN+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, pinFile := softhsmtest.Dir(t, testUserPIN)
 	t.Cleanup(func() {
 		modules.Lock()
 		defer modules.Unlock()

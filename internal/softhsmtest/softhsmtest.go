@@ -38,17 +38,15 @@ type Token struct {
 	URI, PublicURI string
 }
 
-// New makes the token and the key, pointing SOFTHSM2_CONF at it for the
-// rest of the test (so the test may not be parallel). It skips, or fails
-// under TABLECTL_TEST_ALL=1, without softhsm2 or opensc.
-func New(t testing.TB) Token {
+// Dir points SoftHSM2 at a fresh, empty token directory of its own
+// (SOFTHSM2_CONF, for the rest of the test) and writes pin to a PIN file.
+// It skips, or fails under TABLECTL_TEST_ALL=1, without SoftHSM2's module.
+func Dir(t testing.TB, pin string) (dir, pinFile string) {
 	t.Helper()
 	if _, err := os.Stat(Module); err != nil {
 		testenv.Missing(t, "SoftHSM2's module "+Module+" (Debian package softhsm2)")
 	}
-	softhsm := testenv.Command(t, "softhsm2-util", "softhsm2")
-	tool := testenv.Command(t, "pkcs11-tool", "opensc")
-	dir := t.TempDir()
+	dir = t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.Mkdir(tokens, 0o700); err != nil {
 		t.Fatal(err)
@@ -58,10 +56,21 @@ func New(t testing.TB) Token {
 		t.Fatal(err)
 	}
 	t.Setenv("SOFTHSM2_CONF", conf)
-	pinFile := filepath.Join(dir, "hsm.pin")
-	if err := os.WriteFile(pinFile, []byte(UserPIN+"\n"), 0o600); err != nil {
+	pinFile = filepath.Join(dir, "hsm.pin")
+	if err := os.WriteFile(pinFile, []byte(pin+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return dir, pinFile
+}
+
+// New makes the token and the key, pointing SOFTHSM2_CONF at it for the
+// rest of the test (so the test may not be parallel). It skips, or fails
+// under TABLECTL_TEST_ALL=1, without softhsm2 or opensc.
+func New(t testing.TB) Token {
+	t.Helper()
+	softhsm := testenv.Command(t, "softhsm2-util", "softhsm2")
+	tool := testenv.Command(t, "pkcs11-tool", "opensc")
+	dir, pinFile := Dir(t, UserPIN)
 	for _, args := range [][]string{
 		{softhsm, "--init-token", "--free", "--label", TokenLabel, "--so-pin", SOPIN, "--pin", UserPIN},
 		{tool, "--module", Module, "--token-label", TokenLabel, "--login", "--pin", UserPIN,
