@@ -29,6 +29,9 @@ func appendEventJSON(b []byte, e *coup.Event) ([]byte, bool) {
 		w.key("alert")
 		aw := objWriter{b: append(w.b, '{'), ok: true}
 		aw.int("coup", int64(a.Coup))
+		if a.Dealer != "" {
+			aw.str("dealer", a.Dealer)
+		}
 		aw.int("id", int64(a.ID))
 		aw.str("kind", string(a.Kind))
 		aw.str("message", a.Message)
@@ -83,6 +86,9 @@ func appendEventJSON(b []byte, e *coup.Event) ([]byte, bool) {
 	}
 	if e.Coup != 0 {
 		w.int("coup", int64(e.Coup))
+	}
+	if e.Dealer != "" {
+		w.str("dealer", e.Dealer)
 	}
 	if e.LastCoup != 0 {
 		w.int("last_coup", int64(e.LastCoup))

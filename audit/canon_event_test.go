@@ -40,7 +40,7 @@ func randomEvent(r *rand.Rand) coup.Event {
 		return cs
 	}
 	e := coup.Event{Kind: coup.EvCardDealt, Shoe: num(), Coup: num(), Phase: coup.Phase(str()), Position: str(),
-		By: str(), Command: str(), Action: str(), Reason: str(), LastCoup: num(), Status: str()}
+		By: str(), Command: str(), Action: str(), Reason: str(), LastCoup: num(), Status: str(), Dealer: str()}
 	if maybe() {
 		e.Card = &coup.DealtCard{Card: card(), Unreadable: maybe(), Impossible: maybe(), Manual: maybe(), Hidden: maybe(),
 			ShoeSeq: uint32(r.IntN(3) * 1000)}
@@ -60,7 +60,7 @@ func randomEvent(r *rand.Rand) coup.Event {
 	}
 	if maybe() {
 		e.Alert = &coup.Alert{ID: num(), Kind: coup.AlertKind(str()), Shoe: num(), Coup: num(), Message: str(), Needs: str(),
-			ShoeSeq: uint32(r.IntN(2) * 77)}
+			ShoeSeq: uint32(r.IntN(2) * 77), Dealer: str()}
 	}
 	if maybe() {
 		e.Burn = &coup.BurnState{Required: num(), Burned: num()}
@@ -129,6 +129,10 @@ func TestEventJSONTakesEveryTableEvent(t *testing.T) {
 		coup.Input{Kind: coup.InButton, Button: coup.ButtonReveal},
 		cmd(coup.ActionShoeEnd, nil),
 	)
+	// The same again with a dealer on duty: events carry the dealer.
+	dealerIn := cmd(coup.ActionDealerIn, nil)
+	dealerIn.Command.Dealer = "dealer-7"
+	ins = append(ins, dealerIn, cmd(coup.ActionShoeStart, nil), card("9H"), cmd(coup.ActionDealerOut, nil))
 	n := 0
 	for _, in := range ins {
 		if in.Kind == coup.InButton && in.Button == coup.ButtonNoMoreBets {
@@ -188,7 +192,7 @@ func TestEventJSONKnowsEveryField(t *testing.T) {
 	for _, c := range []struct {
 		v      any
 		fields int
-	}{{coup.Event{}, 17}, {coup.Alert{}, 7}, {coup.DealtCard{}, 7}, {coup.BurnState{}, 3}, {coup.Result{}, 12}, {coup.Outcome{}, 2}} {
+	}{{coup.Event{}, 18}, {coup.Alert{}, 8}, {coup.DealtCard{}, 7}, {coup.BurnState{}, 3}, {coup.Result{}, 12}, {coup.Outcome{}, 2}} {
 		if n := reflect.TypeOf(c.v).NumField(); n != c.fields {
 			t.Errorf("%T has %d fields, appendEventJSON knows %d: teach it (and randomEvent) the new ones", c.v, n, c.fields)
 		}

@@ -35,6 +35,7 @@ const ActionResync = "resync"
 var Actions = []string{
 	coup.ActionVoid, coup.ActionSuspend, coup.ActionResume, coup.ActionCard,
 	coup.ActionShoeStart, coup.ActionShoeEnd, coup.ActionBetsClosed, ActionResync,
+	coup.ActionDealerIn, coup.ActionDealerOut,
 }
 
 // Command is one signed command as it travels on MQTT. Arguments that do
@@ -58,12 +59,14 @@ type Command struct {
 	From int64 `json:"from,omitempty"`
 	// Reason is the supervisor's words, kept in the trail.
 	Reason string `json:"reason,omitempty"`
+	// Dealer is the dealer a dealer-in signs in (a badge or staff id).
+	Dealer string `json:"dealer,omitempty"`
 	// Sig is the Ed25519 signature of SigningBytes, in standard base64.
 	Sig string `json:"sig,omitempty"`
 }
 
 // fields are the members a command object may have.
-var fields = []string{"table", "id", "action", "supervisor", "issued_at", "coup", "card", "from", "reason", "sig"}
+var fields = []string{"table", "id", "action", "supervisor", "issued_at", "coup", "card", "from", "reason", "dealer", "sig"}
 
 // SigningBytes are the exact bytes signed: SigningDomain followed by the
 // canonical JSON (see docs/audit.md, "Canonical JSON") of the command
@@ -209,6 +212,13 @@ func parse(payload []byte) parsed {
 		if c.From < 1 {
 			return fail("resync needs from, the first sequence number to send")
 		}
+	case coup.ActionDealerIn:
+		if !validName(c.Dealer) {
+			return fail("dealer %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Dealer))
+		}
+	}
+	if c.Dealer != "" && c.Action != coup.ActionDealerIn {
+		return fail("dealer is only for the dealer-in action")
 	}
 	if c.Card != "" && c.Action != coup.ActionCard {
 		return fail("card is only for the card action")

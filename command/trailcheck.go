@@ -77,7 +77,7 @@ func checkRecorded(body []byte, table string, kr *Keyring) string {
 		return fmt.Sprintf("command %s: the recorded signed bytes are not in canonical form", rc.ID)
 	case w.Table != table:
 		return fmt.Sprintf("command %s was signed for table %q, the trail is %q's", rc.ID, w.Table, table)
-	case w.ID != rc.ID || w.Action != rc.Action || w.Supervisor != rc.By || w.Coup != rc.Coup || w.Reason != rc.Reason || !sameCard(p.card, rc.Card):
+	case w.ID != rc.ID || w.Action != rc.Action || w.Supervisor != rc.By || w.Coup != rc.Coup || w.Reason != rc.Reason || w.Dealer != rc.Dealer || !sameCard(p.card, rc.Card):
 		return fmt.Sprintf("command %s: the row says %s by %s (coup %d), the signed command %s by %s (coup %d)",
 			rc.ID, rc.Action, rc.By, rc.Coup, w.Action, w.Supervisor, w.Coup)
 	}

@@ -79,7 +79,7 @@ type Verified struct {
 func (v Verified) Input() coup.Input {
 	c := v.Command
 	return coup.Input{Kind: coup.InCmd, Command: &coup.Command{
-		ID: c.ID, Action: c.Action, By: c.Supervisor, Coup: c.Coup, Card: v.Card, Reason: c.Reason,
+		ID: c.ID, Action: c.Action, By: c.Supervisor, Coup: c.Coup, Card: v.Card, Reason: c.Reason, Dealer: c.Dealer,
 		Signed: string(v.Signed), Sig: c.Sig, KeyID: v.KeyID,
 	}}
 }

@@ -128,6 +128,13 @@ func TestVerifyRefusals(t *testing.T) {
 			return wire(t, signed(t, c, "alice", "suspend", func(x *Command) { x.ID = "a b" }))
 		}, CodeMalformed, true},
 		{"unknown action", func(t *testing.T, c *fakeClock) []byte { return wire(t, signed(t, c, "alice", "shuffle", nil)) }, CodeMalformed, true},
+		{"dealer-in without a dealer", func(t *testing.T, c *fakeClock) []byte { return wire(t, signed(t, c, "alice", "dealer-in", nil)) }, CodeMalformed, true},
+		{"dealer-in with a bad name", func(t *testing.T, c *fakeClock) []byte {
+			return wire(t, signed(t, c, "alice", "dealer-in", func(x *Command) { x.Dealer = "ann smith" }))
+		}, CodeMalformed, true},
+		{"dealer on another action", func(t *testing.T, c *fakeClock) []byte {
+			return wire(t, signed(t, c, "alice", "suspend", func(x *Command) { x.Dealer = "ann" }))
+		}, CodeMalformed, true},
 		{"no supervisor", func(t *testing.T, c *fakeClock) []byte {
 			x := signed(t, c, "alice", "suspend", nil)
 			x.Supervisor = ""
@@ -250,6 +257,12 @@ func TestVerifyAccepts(t *testing.T) {
 		{"alice", "resume", nil, nil},
 		{"alice", "shoe-start", nil, nil},
 		{"alice", "shoe-end", nil, nil},
+		{"alice", "dealer-in", func(c *Command) { c.Dealer = "d-1042" }, func(t *testing.T, got Verified) {
+			if d := got.Input().Command.Dealer; d != "d-1042" {
+				t.Fatalf("dealer %q", d)
+			}
+		}},
+		{"alice", "dealer-out", nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.action, func(t *testing.T) {

@@ -6,25 +6,28 @@ type EventKind string
 
 // The events the table emits.
 const (
-	EvShoeStarted    EventKind = "shoe_started"     // a new shoe: composition full, burn expected
-	EvBurnCard       EventKind = "burn_card"        // a card of the burn (the first is exposed)
-	EvBurnDone       EventKind = "burn_done"        // the burn is complete
-	EvBettingOpened  EventKind = "betting_opened"   // a coup takes bets
-	EvBettingClosed  EventKind = "betting_closed"   // no more bets (button, timer or game server)
-	EvCardDealt      EventKind = "card_dealt"       // a card placed by the tableau
-	EvCardsRevealed  EventKind = "cards_revealed"   // hidden cards turned for the public
-	EvCoupResult     EventKind = "coup_result"      // the coup is complete: result and what each spot pays
-	EvCoupVoided     EventKind = "coup_voided"      // a supervisor voided a coup: its bets are returned
-	EvCutCard        EventKind = "cut_card"         // the cut card came out; LastCoup is the shoe's last coup
-	EvShoeEnded      EventKind = "shoe_ended"       // the shoe is over
-	EvAlert          EventKind = "alert"            // a misdeal or fault: the table is suspended
-	EvAlertResolved  EventKind = "alert_resolved"   // an alert no longer holds the table
-	EvSuspended      EventKind = "suspended"        // the table stopped taking cards
-	EvResumed        EventKind = "resumed"          // the table is live again
-	EvCommandDone    EventKind = "command_accepted" // a command was carried out
-	EvCommandRefused EventKind = "command_refused"  // a command was refused, with why
-	EvIgnored        EventKind = "input_ignored"    // an input that changed nothing, with why
-	EvShoeStatus     EventKind = "shoe_status"      // the shoe reported its status or link state
+	EvShoeStarted    EventKind = "shoe_started"      // a new shoe: composition full, burn expected
+	EvBurnCard       EventKind = "burn_card"         // a card of the burn (the first is exposed)
+	EvBurnDone       EventKind = "burn_done"         // the burn is complete
+	EvBettingOpened  EventKind = "betting_opened"    // a coup takes bets
+	EvBettingClosed  EventKind = "betting_closed"    // no more bets (button, timer or game server)
+	EvCardDealt      EventKind = "card_dealt"        // a card placed by the tableau
+	EvCardsRevealed  EventKind = "cards_revealed"    // hidden cards turned for the public
+	EvCoupResult     EventKind = "coup_result"       // the coup is complete: result and what each spot pays
+	EvCoupVoided     EventKind = "coup_voided"       // a supervisor voided a coup: its bets are returned
+	EvCutCard        EventKind = "cut_card"          // the cut card came out; LastCoup is the shoe's last coup
+	EvShoeEnded      EventKind = "shoe_ended"        // the shoe is over
+	EvAlert          EventKind = "alert"             // a misdeal or fault: the table is suspended
+	EvAlertResolved  EventKind = "alert_resolved"    // an alert no longer holds the table
+	EvSuspended      EventKind = "suspended"         // the table stopped taking cards
+	EvResumed        EventKind = "resumed"           // the table is live again
+	EvCommandDone    EventKind = "command_accepted"  // a command was carried out
+	EvCommandRefused EventKind = "command_refused"   // a command was refused, with why
+	EvIgnored        EventKind = "input_ignored"     // an input that changed nothing, with why
+	EvShoeStatus     EventKind = "shoe_status"       // the shoe reported its status or link state
+	EvSelfCheck      EventKind = "self_check"        // the controller checked its program and config (Status: the result)
+	EvDealerIn       EventKind = "dealer_signed_in"  // a dealer signed in (Dealer)
+	EvDealerOut      EventKind = "dealer_signed_out" // the dealer on duty signed out (Dealer)
 )
 
 // AlertKind names a misdeal or fault.
@@ -47,6 +50,7 @@ const (
 	AlertShuffleSuspect  AlertKind = "shuffle_suspect"         // a shoe's first cards look unshuffled
 	AlertCoupIncomplete  AlertKind = "coup_incomplete"         // the dealer moved on while the tableau wanted a card
 	AlertShoeProtocol    AlertKind = "shoe_protocol_version"   // the shoe speaks a protocol version the driver does not
+	AlertSelfCheck       AlertKind = "self_check_failed"       // the program or config differs from the signed manifest
 )
 
 // Alert is one active fault holding the table suspended.
@@ -63,6 +67,8 @@ type Alert struct {
 	Needs string `json:"needs"`
 	// ShoeSeq is the shoe sentence that raised it, when known.
 	ShoeSeq uint32 `json:"shoe_seq,omitempty"`
+	// Dealer is the dealer on duty when it was raised, "" when none.
+	Dealer string `json:"dealer,omitempty"`
 }
 
 // What clears an alert.
@@ -71,6 +77,9 @@ const (
 	NeedsVoid   = "void"
 	NeedsCard   = "card"
 	NeedsLink   = "link"
+	// NeedsSelfCheck: only a passing self-check clears it (restart the
+	// controller from the certified build); no supervisor can.
+	NeedsSelfCheck = "self_check"
 )
 
 // DealtCard is one card of a coup as the pit sees it.
@@ -106,6 +115,10 @@ type Event struct {
 	Burn     *BurnState      `json:"burn,omitempty"`
 	LastCoup int             `json:"last_coup,omitempty"`
 	Status   string          `json:"status,omitempty"`
+	// Dealer is the dealer on duty, on the events that are put against a
+	// dealer: coup results, voids, alerts, betting opened, shoe start and
+	// end, and the sign-ins and outs themselves. "" when none is signed in.
+	Dealer string `json:"dealer,omitempty"`
 }
 
 // BurnState is the burn in progress or done.

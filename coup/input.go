@@ -29,13 +29,17 @@ const (
 	// sentence with its bytes, or a count of many (a flood of noise is
 	// summarised, not recorded byte for byte).
 	InRejected InputKind = "in.rejected"
+	// InSelfCheck is the result of the controller's check of its own
+	// program and configuration against the signed manifest (at start and
+	// periodically): a failed check suspends the table until one passes.
+	InSelfCheck InputKind = "in.self_check"
 )
 
 // IsInput reports whether an audit kind is an input (as opposed to an event
 // the table derived from one).
 func IsInput(kind string) bool {
 	switch InputKind(kind) {
-	case InCard, InCut, InButton, InStatus, InHello, InGap, InLink, InTick, InCmd, InAuditFailed, InRejected:
+	case InCard, InCut, InButton, InStatus, InHello, InGap, InLink, InTick, InCmd, InAuditFailed, InRejected, InSelfCheck:
 		return true
 	}
 	return false
@@ -79,7 +83,47 @@ type Input struct {
 	Command *Command `json:"command,omitempty"` // InCmd
 
 	Rejected *Rejected `json:"rejected,omitempty"` // InRejected
+
+	Check *SelfCheck `json:"check,omitempty"` // InSelfCheck
 }
+
+// SelfCheck is one check of the controller's own program and
+// configuration against the manifest signed at build time.
+type SelfCheck struct {
+	// Result is SelfCheckOK, SelfCheckUnsigned or SelfCheckFailed.
+	Result string `json:"result"`
+	// Start marks the start-up check (the others are periodic).
+	Start bool `json:"start,omitempty"`
+	// Detail says what differed or could not be checked, for the supervisor.
+	Detail string `json:"detail,omitempty"`
+	// Manifest is the SHA-256 of the manifest file, Key the id of the key
+	// that signed it (both hex; empty when there is none).
+	Manifest string `json:"manifest,omitempty"`
+	Key      string `json:"key,omitempty"`
+	// Files are the hashes found, for a test lab to compare with the
+	// certified build's.
+	Files []FileHash `json:"files,omitempty"`
+}
+
+// FileHash is the SHA-256 of one file a self-check hashed.
+type FileHash struct {
+	// Role is "executable", "config" or "file".
+	Role   string `json:"role"`
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Self-check results.
+const (
+	// SelfCheckOK: every file matches the signed manifest.
+	SelfCheckOK = "ok"
+	// SelfCheckUnsigned: a development build with no manifest, allowed to
+	// deal because the configuration does not require one.
+	SelfCheckUnsigned = "unsigned"
+	// SelfCheckFailed: a file differs from the manifest, or the manifest
+	// is missing (when required), unreadable or not validly signed.
+	SelfCheckFailed = "failed"
+)
 
 // Rejected is what a shoe driver rejected. One rejected sentence (Count
 // 1) carries its reason and bytes; a summary (Count > 1) the rejections
@@ -109,6 +153,11 @@ const (
 	ActionShoeStart  = "shoe-start"
 	ActionShoeEnd    = "shoe-end"
 	ActionBetsClosed = "bets-closed"
+	// ActionDealerIn signs a dealer in at the table (Command.Dealer); the
+	// dealer on duty before is signed out. ActionDealerOut signs the dealer
+	// on duty out. Neither is taken while a coup is being dealt.
+	ActionDealerIn  = "dealer-in"
+	ActionDealerOut = "dealer-out"
 )
 
 // Command is a supervisor's or game server's instruction, already
@@ -125,6 +174,8 @@ type Command struct {
 	Card *Card `json:"card,omitempty"`
 	// Reason is the supervisor's words, kept in the trail.
 	Reason string `json:"reason,omitempty"`
+	// Dealer is the dealer a dealer-in signs in.
+	Dealer string `json:"dealer,omitempty"`
 	// Signed is the exact bytes the key signed, Sig the signature (standard
 	// base64) and KeyID the signing key's id. The table ignores them; they
 	// are kept so the trail's record of a command can be re-verified
@@ -156,6 +207,10 @@ func (in Input) String() string {
 		return fmt.Sprintf("gap %d-%d", in.GapFrom, in.GapTo)
 	case InLink:
 		return "link " + in.Link
+	case InSelfCheck:
+		if in.Check != nil {
+			return "self-check " + in.Check.Result
+		}
 	}
 	return string(in.Kind)
 }

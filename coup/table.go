@@ -127,6 +127,9 @@ type CoupRecord struct {
 	Voided bool        `json:"voided,omitempty"`
 	// Actions are the supervisor actions taken on it, in order.
 	Actions []string `json:"actions,omitempty"`
+	// Dealer is the dealer on duty when it finished (or was voided in
+	// progress), "" when none was signed in.
+	Dealer string `json:"dealer,omitempty"`
 }
 
 // RecallDepth is how many coups the table keeps for last-game recall.
@@ -166,6 +169,10 @@ type Table struct {
 	recall []CoupRecord // the last RecallDepth coups across shoes
 
 	shuffle shuffleWatch // the shuffle check's memory (shuffle.go)
+
+	// dealer is the dealer on duty: signed in by a dealer-in command, ""
+	// when none is. Events put against a dealer carry it.
+	dealer string
 }
 
 // NewTable returns a table with no shoe.
@@ -227,6 +234,9 @@ func (t *Table) Link() string { return t.link }
 // Burn is the burn in progress or done for this shoe.
 func (t *Table) Burn() BurnState { return t.burn }
 
+// Dealer is the dealer on duty, "" when none is signed in.
+func (t *Table) Dealer() string { return t.dealer }
+
 // ManualSuspension is the reason a supervisor suspended the table, if any.
 func (t *Table) ManualSuspension() string { return t.manualSuspend }
 
@@ -287,6 +297,12 @@ func (a *applier) emit(e Event) {
 	if e.Coup == 0 && e.Kind != EvShoeStarted && e.Kind != EvShoeEnded && a.t.coup > 0 && a.t.phase != PhaseNoShoe && a.t.phase != PhaseBurn {
 		e.Coup = a.t.coup
 	}
+	switch e.Kind {
+	case EvCoupResult, EvCoupVoided, EvAlert, EvBettingOpened, EvShoeStarted, EvShoeEnded:
+		if e.Dealer == "" {
+			e.Dealer = a.t.dealer
+		}
+	}
 	a.out = append(a.out, e)
 }
 
@@ -333,6 +349,8 @@ func (t *Table) Apply(in Input) []Event {
 		a.auditFailed()
 	case InRejected:
 		a.rejected()
+	case InSelfCheck:
+		a.selfCheck()
 	default:
 		a.emit(Event{Kind: EvIgnored, Reason: fmt.Sprintf("unknown input %q", in.Kind)})
 	}
@@ -348,7 +366,7 @@ func (t *Table) midCoup() bool {
 func (a *applier) raise(kind AlertKind, needs, msg string) {
 	t := a.t
 	wasSuspended := t.Suspended()
-	al := Alert{ID: t.nextAlert, Kind: kind, Shoe: t.shoe, Coup: t.coup, Message: msg, Needs: needs, ShoeSeq: a.in.ShoeSeq}
+	al := Alert{ID: t.nextAlert, Kind: kind, Shoe: t.shoe, Coup: t.coup, Message: msg, Needs: needs, ShoeSeq: a.in.ShoeSeq, Dealer: t.dealer}
 	if t.phase == PhaseNoShoe || t.phase == PhaseBurn {
 		al.Coup = 0
 	}
@@ -629,7 +647,7 @@ func (a *applier) maybeFinal() {
 		}
 	}
 	t.final = true
-	t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result})
+	t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result, Dealer: t.dealer})
 	if t.cfg.ResultTime == 0 {
 		a.nextCoup()
 		return
@@ -971,6 +989,8 @@ func (a *applier) command() {
 		}
 		a.accepted(c)
 		a.endShoe("ended by " + c.By)
+	case ActionDealerIn, ActionDealerOut:
+		a.dealerDuty(c)
 	case ActionBetsClosed:
 		if c.Coup != 0 && (c.Coup != t.coup || t.phase == PhaseNoShoe || t.phase == PhaseBurn) {
 			a.refuse(c, "bets-closed for coup %d, but the coup taking bets is %d", c.Coup, t.coup)
@@ -1010,6 +1030,9 @@ func (a *applier) resume(c *Command) {
 				a.refuse(c, "alert %d (%s): the shoe link is still %s", al.ID, al.Kind, t.link)
 				return
 			}
+		case NeedsSelfCheck:
+			a.refuse(c, "alert %d (%s) needs a passing self-check: restart the controller from the certified build", al.ID, al.Kind)
+			return
 		}
 	}
 	a.accepted(c)
@@ -1042,12 +1065,15 @@ func (a *applier) void(c *Command) {
 				cs = append(cs, dc.Card)
 			}
 		}
-		t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result, Voided: true, Actions: []string{"void by " + c.By}})
+		t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result, Voided: true, Actions: []string{"void by " + c.By}, Dealer: t.dealer})
 		a.emit(Event{Kind: EvCoupVoided, Coup: target, Cards: cs, By: c.By, Reason: c.Reason})
 		coup := t.coup
 		a.resolve(c.By, func(al Alert) bool {
-			if al.Needs == NeedsLink {
+			switch al.Needs {
+			case NeedsLink:
 				return t.link == LinkConnected
+			case NeedsSelfCheck:
+				return false
 			}
 			return al.Coup == coup || al.Needs == NeedsVoid || al.Needs == NeedsCard
 		})
@@ -1081,8 +1107,11 @@ func (a *applier) void(c *Command) {
 	for _, dc := range t.coups[i].Cards {
 		cs = append(cs, dc.Card)
 	}
-	a.emit(Event{Kind: EvCoupVoided, Coup: target, Cards: cs, By: c.By, Reason: c.Reason})
-	a.resolve(c.By, func(al Alert) bool { return al.Coup == target && al.Needs != NeedsLink })
+	// The void is put against the dealer who dealt the coup.
+	a.emit(Event{Kind: EvCoupVoided, Coup: target, Cards: cs, By: c.By, Reason: c.Reason, Dealer: t.coups[i].Dealer})
+	a.resolve(c.By, func(al Alert) bool {
+		return al.Coup == target && al.Needs != NeedsLink && al.Needs != NeedsSelfCheck
+	})
 	a.resumeIfClear(wasSuspended)
 }
 
@@ -1155,4 +1184,93 @@ func (a *applier) manualCard(c *Command) {
 	a.emit(Event{Kind: EvCardDealt, Card: &shown, Position: dc.Position.String(), Phase: t.phase})
 	a.resumeIfClear(wasSuspended)
 	a.maybeComplete()
+}
+
+// ---- the dealer on record ----
+
+// dealing reports a coup whose cards are being dealt: bets closed, or
+// cards out and the result not final. A dealer does not change then.
+func (t *Table) dealing() bool {
+	return t.midCoup() || (t.phase == PhaseResult && !t.final)
+}
+
+func (a *applier) dealerDuty(c *Command) {
+	t := a.t
+	if t.dealing() {
+		a.refuse(c, "coup %d is being dealt: change dealers once it is over", t.coup)
+		return
+	}
+	if c.Action == ActionDealerOut {
+		if t.dealer == "" {
+			a.refuse(c, "no dealer is signed in")
+			return
+		}
+		a.accepted(c)
+		a.emit(Event{Kind: EvDealerOut, Dealer: t.dealer, By: c.By})
+		t.dealer = ""
+		return
+	}
+	if !validDealer(c.Dealer) {
+		a.refuse(c, "dealer %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Dealer))
+		return
+	}
+	if c.Dealer == t.dealer {
+		a.refuse(c, "dealer %s is already signed in", c.Dealer)
+		return
+	}
+	a.accepted(c)
+	if t.dealer != "" {
+		a.emit(Event{Kind: EvDealerOut, Dealer: t.dealer, By: c.By, Reason: "relieved by " + c.Dealer})
+	}
+	t.dealer = c.Dealer
+	a.emit(Event{Kind: EvDealerIn, Dealer: t.dealer, By: c.By})
+}
+
+// validDealer is a dealer's name as the trail keeps it: a badge or staff
+// id, like a supervisor's name.
+func validDealer(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '@' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ---- self-authentication ----
+
+// selfCheck takes the controller's check of its own program and
+// configuration. A failure raises an alert that only a passing check
+// clears; an unsigned development build is recorded and deals on.
+func (a *applier) selfCheck() {
+	t, c := a.t, a.in.Check
+	if c == nil {
+		a.emit(Event{Kind: EvIgnored, Reason: "self-check input without a result"})
+		return
+	}
+	a.emit(Event{Kind: EvSelfCheck, Status: c.Result, Reason: c.Detail})
+	held := slices.ContainsFunc(t.alerts, func(al Alert) bool { return al.Kind == AlertSelfCheck })
+	switch c.Result {
+	case SelfCheckOK:
+		if held {
+			wasSuspended := t.Suspended()
+			a.resolve("self-check", func(al Alert) bool { return al.Kind == AlertSelfCheck })
+			a.resumeIfClear(wasSuspended)
+		}
+	case SelfCheckUnsigned:
+		// Deals on, unless a failed check holds the table: an unsigned
+		// build does not clear a signed build's failure.
+	default:
+		if !held {
+			msg := "the controller's program or configuration does not match its signed manifest"
+			if c.Detail != "" {
+				msg += ": " + c.Detail
+			}
+			a.raise(AlertSelfCheck, NeedsSelfCheck, msg)
+		}
+	}
 }

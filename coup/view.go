@@ -32,6 +32,8 @@ type View struct {
 	LastCoup    int             `json:"last_coup,omitempty"`
 	Link        string          `json:"shoe_link"`
 	Burn        *BurnState      `json:"burn,omitempty"`
+	// Dealer is the dealer on duty, "" when none is signed in.
+	Dealer string `json:"dealer,omitempty"`
 }
 
 // PitView shows every card as read, hidden or not.
@@ -44,6 +46,7 @@ func (t *Table) view(pit bool) View {
 	v := View{
 		Phase: t.phase, Shoe: t.shoe, Coup: t.coup, Suspended: t.Suspended(), SuspendReason: t.manualSuspend,
 		Player: []ViewCard{}, Banker: []ViewCard{}, CutCardSeen: t.cutSeen, LastCoup: t.lastCoup, Link: t.link,
+		Dealer: t.dealer,
 	}
 	if t.phase == PhaseNoShoe || t.phase == PhaseBurn {
 		v.Coup = 0

@@ -30,6 +30,8 @@ func init() {
 		{coup.ActionShoeEnd, "end the shoe (signed supervisor command)"},
 		{coup.ActionBetsClosed, "close betting (signed game-server command)"},
 		{signedcmd.ActionResync, "republish audit rows from a sequence number (signed command)"},
+		{coup.ActionDealerIn, "sign a dealer in at the table (signed pit command)"},
+		{coup.ActionDealerOut, "sign the dealer on duty out (signed pit command)"},
 	} {
 		action := a.action
 		register(command{name: action, short: a.short, run: func(args []string, stdout io.Writer) error {
@@ -60,6 +62,7 @@ flags:
 	card := fs.String("card", "", "card: the `CARD` to enter, as KH")
 	from := fs.Int64("from", 0, "resync: the first audit sequence number `SEQ` to send again")
 	reason := fs.String("reason", "", "the supervisor's words, kept in the trail")
+	dealer := fs.String("dealer", "", "dealer-in: the dealer's `NAME` (badge or staff id)")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the reply")
 	user := fs.String("username", "", "broker username")
 	passFile := fs.String("password-file", "", "broker password `FILE`")
@@ -92,7 +95,7 @@ flags:
 		}
 	}
 	rep, err := supervisor.Send(context.Background(), o, supervisor.Request{Action: action, Coup: *coupNo,
-		Card: strings.ToUpper(*card), From: *from, Reason: *reason})
+		Card: strings.ToUpper(*card), From: *from, Reason: *reason, Dealer: *dealer})
 	if err != nil && !errors.Is(err, supervisor.ErrRefused) {
 		return err
 	}

@@ -63,6 +63,7 @@ type Request struct {
 	Card   string // card: the card to enter, as KH
 	From   int64  // resync: the first sequence number to send again
 	Reason string // the supervisor's words, kept in the trail
+	Dealer string // dealer-in: the dealer signed in
 }
 
 // Send signs r, sends it and returns the table's reply. A reply that
@@ -85,7 +86,7 @@ func Send(ctx context.Context, o Options, r Request) (command.Reply, error) {
 		o.Logger = slog.Default()
 	}
 	c := command.Command{Table: o.Table, ID: command.NewID(), Action: r.Action, Supervisor: o.Name,
-		IssuedAt: command.FormatTime(o.Now()), Coup: r.Coup, Card: r.Card, From: r.From, Reason: r.Reason}
+		IssuedAt: command.FormatTime(o.Now()), Coup: r.Coup, Card: r.Card, From: r.From, Reason: r.Reason, Dealer: r.Dealer}
 	if err := c.Sign(o.Key); err != nil {
 		return command.Reply{}, err
 	}
