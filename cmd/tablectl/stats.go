@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/audit/stats"
+)
+
+func init() {
+	register(command{
+		name:  "stats",
+		short: "game statistics per dealer, shift or shoe from an audit trail",
+		run:   runStats,
+	})
+}
+
+func runStats(args []string, stdout io.Writer) error {
+	fs := newFlagSet("stats")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: tablectl stats --db FILE [--by dealer|shift|shoe] [--json|--csv]
+
+Collates the trail into coups, time in play, coups per hour, seconds per
+coup (no more bets to result), misdeals and voids per 100 coups, and alerts,
+per dealer (the dealer signed in), per shift or per shoe, with a total.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	db := fs.String("db", "", "trail `file` (required; opened read-only)")
+	by := fs.String("by", "dealer", "group by `dealer`, shift or shoe")
+	asJSON := fs.Bool("json", false, "print JSON")
+	asCSV := fs.Bool("csv", false, "print CSV")
+	shifts := fs.String("shifts", "06:00,14:00,22:00", "shift start `times`, HH:MM, comma-separated")
+	tz := fs.String("tz", "UTC", "the time `zone` shifts are in (IANA name, or Local)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *db == "" || (*asJSON && *asCSV) {
+		fmt.Fprintln(fs.Output(), "--db is required; --json and --csv are exclusive")
+		return errUsage
+	}
+	o := stats.Options{By: stats.By(*by)}
+	var err error
+	if o.Shifts, err = stats.ParseShifts(*shifts); err != nil {
+		return fmt.Errorf("--shifts: %w", err)
+	}
+	if o.Location, err = time.LoadLocation(*tz); err != nil {
+		return fmt.Errorf("--tz: %w", err)
+	}
+	ctx := context.Background()
+	r, err := audit.OpenReader(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	rep, err := stats.Compute(r.Events(ctx, audit.Query{Kinds: stats.Kinds}), o)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *asJSON:
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	case *asCSV:
+		return stats.WriteCSV(stdout, rep)
+	}
+	return stats.WriteText(stdout, rep)
+}
