@@ -319,7 +319,9 @@ func (t *Table) Apply(in Input) []Event {
 	// at whatever moment the timer got round to it (after a restart, a
 	// burst of sentences the shoe sent while the controller was down comes
 	// in with their times spread by the heartbeats between them).
-	if t.cfg.Rules >= RulesProtect && in.Kind != InTick && !t.deadline.IsZero() && !in.At.Before(t.deadline) && !t.Suspended() {
+	// A self-check is the controller's, not the game's: it moves no
+	// deadline.
+	if t.cfg.Rules >= RulesProtect && in.Kind != InTick && in.Kind != InSelfCheck && !t.deadline.IsZero() && !in.At.Before(t.deadline) && !t.Suspended() {
 		a.dueTick(t.deadline)
 	}
 	switch in.Kind {

@@ -28,6 +28,9 @@ type Endpoints struct {
 	Broker func() string
 	// Metrics serves /metrics (display/metrics); nil leaves it out.
 	Metrics http.Handler
+	// SelfCheck says the last program self-check's result for /health
+	// ("ok", "unsigned", "failed", "pending"); nil leaves it out.
+	SelfCheck func() string
 }
 
 // Health is the /health answer. Status is "ok", "degraded" (the table's
@@ -40,6 +43,9 @@ type Health struct {
 	Error    string `json:"error,omitempty"`
 	ShoeLink string `json:"shoe_link"`
 	Broker   string `json:"broker"`
+	// SelfCheck is the last self-check's result: "ok", "unsigned" (a
+	// development build), "failed", or "pending" before the first.
+	SelfCheck string `json:"self_check,omitempty"`
 }
 
 // Health statuses.
@@ -48,6 +54,9 @@ const (
 	HealthDegraded = "degraded"
 	HealthFailing  = "audit_write_failed"
 	HealthTampered = "trail_tampered"
+	// HealthSelfCheckFailed: the program or its configuration is not the
+	// signed one; the table is suspended until a check passes.
+	HealthSelfCheckFailed = "self_check_failed"
 )
 
 // Handler serves the controller's read-only endpoints with no Endpoints:
@@ -72,7 +81,7 @@ func NewHandler(src Source, e Endpoints) http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		h := HealthOf(src, e)
 		code := http.StatusOK
-		if h.Status == HealthFailing || h.Status == HealthTampered {
+		if h.Status == HealthFailing || h.Status == HealthTampered || h.Status == HealthSelfCheckFailed {
 			code = http.StatusServiceUnavailable
 		}
 		writeJSON(w, code, h)
@@ -101,6 +110,12 @@ func HealthOf(src Source, e Endpoints) Health {
 	}
 	if (e.ShoeLink != nil && h.ShoeLink != "connected") || (e.Broker != nil && h.Broker != "connected") {
 		h.Status = HealthDegraded
+	}
+	if e.SelfCheck != nil {
+		h.SelfCheck = e.SelfCheck()
+		if h.SelfCheck == coup.SelfCheckFailed {
+			h.Status = HealthSelfCheckFailed
+		}
 	}
 	if err := src.Failing(); err != nil {
 		h.Status, h.Audit, h.Error = HealthFailing, "failing", err.Error()

@@ -37,6 +37,12 @@ type Config struct {
 	// broker in it) the controller runs the embedded broker; "disabled"
 	// turns MQTT off.
 	MQTT *MQTTSection `json:"mqtt"`
+	// SelfCheck is program self-authentication (selfcheck.go).
+	SelfCheck SelfCheckSection `json:"self_check"`
+
+	// file is the config file read (LoadConfig), which the self-check
+	// hashes; "" for a config made in code (the demo).
+	file string
 }
 
 // MQTTSection is the broker the table publishes to and takes commands from
@@ -165,6 +171,9 @@ func LoadConfig(path string) (Config, coup.TableConfig, error) {
 	if err != nil {
 		return Config{}, coup.TableConfig{}, fmt.Errorf("%s: %w", path, err)
 	}
+	if c.file, err = filepath.Abs(path); err != nil {
+		return Config{}, coup.TableConfig{}, fmt.Errorf("%s: %w", path, err)
+	}
 	return c, tc, nil
 }
 
@@ -289,6 +298,7 @@ func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	if c.MQTT != nil {
 		errs = append(errs, c.MQTT.Complete(c.TableID, dir))
 	}
+	errs = append(errs, c.SelfCheck.complete(dir))
 	return c, tc, errors.Join(errs...)
 }
 

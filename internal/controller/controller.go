@@ -73,6 +73,9 @@ type Controller struct {
 	// closeKey releases the checkpoint key (a token's session) once the
 	// trail is closed.
 	closeKey func() error
+
+	// checker is program self-authentication (selfcheck.go).
+	checker *selfChecker
 }
 
 // Hooks let callers (the demo, tests, MQTT) see commits.
@@ -128,7 +131,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		log.Warn("audit.checkpoint_every is no longer used: every commit carries a signed checkpoint of its head", "checkpoint_every", c.Audit.CheckpointEvery)
 	}
 	m := metrics.New()
-	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey}
+	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey, checker: newSelfChecker(c)}
 	// The publisher is made once the trail is open; nothing is committed
 	// before then.
 	var pub *mqttpub.Publisher
@@ -180,6 +183,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	}
 	ctl.reader = shoeread.NewReader(drv)
 	ctl.clock, ctl.rejects, ctl.downSince, ctl.stopped = clock.Or(hooks.Clock), shoeread.NewRejectLog(), rec.LastInputAt(), ctx.Done()
+	// No play until the start-up self-check is recorded: a failure
+	// suspends the table before the shoe's port is opened.
+	ctl.selfCheck(true)
 	// Sentences the shoe sent while the controller was down show as a gap.
 	if last := rec.LastShoeSeq(); last > 0 {
 		ctl.reader.Sequencer().Resume(last)
@@ -214,7 +220,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 // endpoints, /health and /metrics among them.
 func (ctl *Controller) watch() error {
 	src := metrics.Sources{Link: ctl.link, Sequence: ctl.sequenceStats, Table: ctl.rec}
-	ep := display.Endpoints{ShoeLink: ctl.shoeLinkState, Metrics: ctl.metrics.Handler()}
+	ep := display.Endpoints{ShoeLink: ctl.shoeLinkState, Metrics: ctl.metrics.Handler(), SelfCheck: ctl.checker.state}
 	if ctl.conn != nil {
 		src.Broker, src.Backlog = ctl.conn, ctl.pub
 		ep.Broker = ctl.brokerState
@@ -479,6 +485,7 @@ func (ctl *Controller) Run(ctx context.Context) error {
 	parts.start("shoe link", func() { ctl.link.Run(ctx) })
 	parts.start("table timers", func() { ctl.rec.RunTimers(ctx) })
 	parts.start("rejection summaries", func() { ctl.summariseRejects(ctx) })
+	parts.start("self-checks", func() { ctl.runSelfChecks(ctx) })
 	if ctl.pub != nil {
 		parts.start("mqtt publisher", func() {
 			if err := ctl.pub.Run(ctx); err != nil {

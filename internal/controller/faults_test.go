@@ -592,7 +592,7 @@ func TestFaultSerialFlood(t *testing.T) {
 		t.Errorf("the controller reported %d rejected runs of %d bytes; the reader counted %d of %d", runs, reported, st.RejectedRuns, st.RejectedBytes)
 	}
 
-	// The trail: the link's connection, each sentence once, and what they
+	// The trail: the start-up self-check, the link's connection, each sentence once, and what they
 	// made; the rejected noise, the first RejectBurst runs one by one and
 	// the rest summarised, at most one summary a second; nothing else.
 	ctx := context.Background()
@@ -601,7 +601,7 @@ func TestFaultSerialFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	var inputs, verbatim, summaries, summarised int
+	var inputs, verbatim, summaries, summarised, selfChecks int
 	var firstRejected, lastRejected time.Time
 	for row, err := range rd.Events(ctx, audit.Query{}) {
 		if err != nil {
@@ -627,6 +627,10 @@ func TestFaultSerialFlood(t *testing.T) {
 			}
 			continue
 		}
+		if in.Kind == coup.InSelfCheck {
+			selfChecks++
+			continue
+		}
 		inputs++
 		if in.Kind == coup.InLink {
 			continue
@@ -634,6 +638,9 @@ func TestFaultSerialFlood(t *testing.T) {
 		if i := int(in.ShoeSeq) - 1; i < 0 || i >= len(steps) || in.Kind == coup.InGap {
 			t.Errorf("row %d: input %s from no sentence the shoe sent: %s", row.Seq, in.Kind, row.Body)
 		}
+	}
+	if selfChecks != 1 {
+		t.Errorf("the trail has %d self-checks; want the start-up one", selfChecks)
 	}
 	if inputs != len(steps)+1 {
 		t.Errorf("the trail has %d inputs; the shoe sent %d sentences and the link connected once", inputs, len(steps))

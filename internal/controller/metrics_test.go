@@ -180,7 +180,7 @@ func TestE2EMetrics(t *testing.T) {
 			t.Error("a broker state without MQTT")
 		}
 		code, h := health(t, r.ctl)
-		if code != 200 || h != (display.Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "off"}) {
+		if code != 200 || h != (display.Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "off", SelfCheck: "unsigned"}) {
 			t.Errorf("health %d %+v", code, h)
 		}
 	})
@@ -270,7 +270,7 @@ func TestE2EMetrics(t *testing.T) {
 		sc.want(t, "tablectl_alerts_total", 1, "kind=shoe_offline")
 		sc.want(t, "tablectl_alerts_active", 1, "kind=shoe_offline")
 		code, h := health(t, r.ctl)
-		if code != 200 || h != (display.Health{Status: "degraded", Audit: "ok", ShoeLink: "disconnected", Broker: "off"}) {
+		if code != 200 || h != (display.Health{Status: "degraded", Audit: "ok", ShoeLink: "disconnected", Broker: "off", SelfCheck: "unsigned"}) {
 			t.Errorf("health while unplugged: %d %+v", code, h)
 		}
 		r.replug()
@@ -324,7 +324,7 @@ func TestDemoServesMetrics(t *testing.T) {
 	var h display.Health
 	err = json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 || h != (display.Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "connected"}) {
+	if err != nil || resp.StatusCode != 200 || h != (display.Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "connected", SelfCheck: "unsigned"}) {
 		t.Errorf("demo health: %d %+v %v", resp.StatusCode, h, err)
 	}
 	d.stop(t)

@@ -44,6 +44,7 @@ type Metrics struct {
 	commands          *prometheus.CounterVec
 	summarised        prometheus.Counter
 	screened          *prometheus.CounterVec
+	selfCheck         selfCheckMetrics
 }
 
 // screenCodes are the refusal codes of commands dropped before they were
@@ -64,7 +65,7 @@ const (
 var alertKinds = []coup.AlertKind{
 	coup.AlertCardBettingOpen, coup.AlertCardSuspended, coup.AlertCardNoCoup, coup.AlertExtraCard,
 	coup.AlertUnreadableCard, coup.AlertImpossibleCard, coup.AlertSequenceGap, coup.AlertShoeOffline,
-	coup.AlertShoeRestarted, coup.AlertWrongBurn, coup.AlertAuditFailed,
+	coup.AlertShoeRestarted, coup.AlertWrongBurn, coup.AlertAuditFailed, coup.AlertSelfCheck,
 }
 
 // rejectReasons are shoeread's reasons for rejecting bytes.
@@ -152,6 +153,7 @@ func New() *Metrics {
 	m.reg.MustRegister(m.shoeSentences, m.shoeRejected, m.shoeRejectedBytes, m.cards, m.coups, m.alerts,
 		m.commitSeconds, m.publishSeconds, m.writeFailures, m.commands, m.summarised, m.screened,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.selfCheck = newSelfCheckMetrics(m.reg)
 	return m
 }
 
@@ -188,6 +190,7 @@ func (m *Metrics) Commit(c audit.Commit) {
 	if c.Input.Kind == coup.InCard {
 		m.cards.Inc()
 	}
+	m.selfCheck.observe(c.Input)
 	for _, e := range c.Events {
 		switch e.Kind {
 		case coup.EvCoupResult:

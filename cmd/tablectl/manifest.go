@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/selfcheck"
+)
+
+func init() {
+	register(command{
+		name:  "manifest",
+		short: "sign (at build time) or check the self-authentication manifest of a binary and its config",
+		run:   runManifest,
+	})
+}
+
+func runManifest(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "sign":
+			return runManifestSign(args[1:], stdout)
+		case "check":
+			return runManifestCheck(args[1:], stdout)
+		}
+		fmt.Fprintf(os.Stderr, "tablectl manifest: unknown subcommand %q\n\n", args[0])
+	}
+	fmt.Fprint(os.Stderr, `usage: tablectl manifest <subcommand> [flags]
+
+subcommands:
+  sign   hash an executable and its config files and write the signed manifest
+  check  check files against a signed manifest as the controller does
+`)
+	return errUsage
+}
+
+// entryFlag takes FILE or FILE=INSTALLED-PATH.
+func entryFlag(role string, into *[]selfcheck.Entry) func(string) error {
+	return func(s string) error {
+		file, as, _ := strings.Cut(s, "=")
+		*into = append(*into, selfcheck.Entry{Role: role, Path: file, As: as})
+		return nil
+	}
+}
+
+func runManifestSign(args []string, stdout io.Writer) error {
+	fs := newFlagSet("manifest sign")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: tablectl manifest sign --key FILE --exe FILE[=PATH] [--config FILE[=PATH]]... [--file FILE[=PATH]]... --out FILE
+
+Hashes the executable and the files and writes a manifest signed with the
+build key (an Ed25519 PEM key, tablectl audit keygen). =PATH records where
+the package installs the file. The controller checks it at start and every
+self_check.every (docs/operations.md, "Self-authentication").
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	var entries []selfcheck.Entry
+	keyFile := fs.String("key", "", "the build's Ed25519 private key `FILE` (PEM)")
+	fs.Func("exe", "the executable `FILE[=PATH]` (required)", entryFlag(selfcheck.RoleExecutable, &entries))
+	fs.Func("config", "a config `FILE[=PATH]` the controller may run with (repeatable)", entryFlag(selfcheck.RoleConfig, &entries))
+	fs.Func("file", "another `FILE` checked at its path (repeatable)", entryFlag(selfcheck.RoleFile, &entries))
+	out := fs.String("out", "", "write the manifest to `FILE` (default: standard output)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *keyFile == "" {
+		fmt.Fprintln(fs.Output(), "--key is required")
+		return errUsage
+	}
+	key, err := audit.LoadPrivateKey(*keyFile)
+	if err != nil {
+		return err
+	}
+	m, err := selfcheck.Make(entries, key, time.Now())
+	if err != nil {
+		return err
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(*out, b, 0o644)
+}
+
+func runManifestCheck(args []string, stdout io.Writer) error {
+	fs := newFlagSet("manifest check")
+	manifest := fs.String("manifest", selfcheck.DefaultManifest, "the manifest `FILE`")
+	pub := fs.String("pubkey", selfcheck.DefaultPublicKey, "the manifest key's public key `FILE` (PEM)")
+	exe := fs.String("exe", "", "the executable `FILE` to check (required)")
+	cfg := fs.String("config", "", "the config `FILE` to check")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *exe == "" {
+		fmt.Fprintln(fs.Output(), "--exe is required")
+		return errUsage
+	}
+	res := selfcheck.Checker{Manifest: *manifest, PublicKey: *pub, Require: true, Executable: *exe, Config: *cfg}.Check()
+	b, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Fprintf(stdout, "%s\n", b)
+	if res.Result != coup.SelfCheckOK {
+		return fmt.Errorf("self-check %s: %s", res.Result, res.Detail)
+	}
+	return nil
+}
