@@ -889,6 +889,8 @@ type processRig struct {
 	logs     []*childLog // one per process started
 	ctl      *child      // the process running, if any
 	rows     []audit.Record
+	// exe is the program start runs; empty is this test binary.
+	exe string
 }
 
 // configTemplate is the controller's config file for the process tests.
@@ -979,6 +981,9 @@ func (r *processRig) start() map[string]any {
 	exe, err := os.Executable()
 	if err != nil {
 		r.t.Fatal(err)
+	}
+	if r.exe != "" {
+		exe = r.exe
 	}
 	l := &childLog{wake: r.wake}
 	cmd := exec.Command(exe, "run", "--config", r.config)
