@@ -138,6 +138,9 @@ type RecallCoup struct {
 	Voided  bool        `json:"voided,omitempty"`
 	Manual  []string    `json:"manual,omitempty"`
 	Actions []string    `json:"actions,omitempty"`
+	// Dealer is the dealer on duty when the coup finished, if one was
+	// signed in.
+	Dealer string `json:"dealer,omitempty"`
 }
 
 // RecallOf lays the table's recall out for people: every card in shoe order,
@@ -145,7 +148,7 @@ type RecallCoup struct {
 func RecallOf(recs []coup.CoupRecord) []RecallCoup {
 	out := make([]RecallCoup, 0, len(recs))
 	for _, r := range recs {
-		rc := RecallCoup{Shoe: r.Shoe, Coup: r.Coup, Cards: []string{}, Voided: r.Voided, Actions: r.Actions}
+		rc := RecallCoup{Shoe: r.Shoe, Coup: r.Coup, Cards: []string{}, Voided: r.Voided, Actions: r.Actions, Dealer: r.Dealer}
 		for _, dc := range r.Cards {
 			s := dc.Card.String()
 			if dc.Unreadable {

@@ -35,6 +35,9 @@
     pitShoe: null,
     recall: null,
     recallError: '',
+    // recallView is the recall record the pit chose to show instead of the
+    // live coup (recall mode), null for the live game.
+    recallView: null,
   };
   let settings = null;
 
@@ -116,6 +119,27 @@
     setText('shoe-no', shoe && shoe.shoe ? shoe.shoe : '\u2013');
     const coupNo = state.coup && state.coup.coup ? state.coup.coup : (st.coup || 0);
     setText('coup-no', coupNo || '\u2013');
+    setText('dealer', (state.coup && state.coup.dealer) || '\u2013');
+
+    // Recall mode: the coup panel shows a past coup, and says so.
+    const rv = VIEW === 'pit' ? state.recallView : null;
+    body.dataset.mode = rv ? 'recall' : 'live';
+    show('banner-recall', !!rv);
+    if (rv) {
+      setText('recall-detail', 'SHOE ' + rv.shoe + ' \u00b7 COUP ' + rv.coup + (rv.voided ? ' \u00b7 VOID' : '') +
+        (rv.dealer ? ' \u00b7 DEALER ' + rv.dealer : '') + ' \u00b7 the live table is coup ' + (coupNo || '\u2013'));
+    }
+  }
+
+  // recallCoup lays a recall record out as the coup panel draws a coup.
+  function recallCoup(r) {
+    const pts = /^(\d)-(\d)$/.exec(r.points || '') || [];
+    const vc = (list) => (Array.isArray(list) ? list : []).map((card) => ({ card }));
+    return {
+      recall: true, shoe: r.shoe, coup: r.coup, phase: 'result', player: vc(r.player), banker: vc(r.banker),
+      player_point: Number(pts[1] || 0), banker_point: Number(pts[2] || 0),
+      result: r.winner && !r.voided ? { winner: r.winner, player_point: Number(pts[1] || 0), banker_point: Number(pts[2] || 0) } : null,
+    };
   }
 
   // cardKey says what a card slot shows, so an unchanged card keeps its
@@ -175,7 +199,8 @@
   }
 
   function renderCoup() {
-    const c = state.coup;
+    const rv = VIEW === 'pit' ? state.recallView : null;
+    const c = rv ? recallCoup(rv) : state.coup;
     const phase = (c && c.phase) || '';
     const ph = $('phase');
     ph.dataset.phase = phase;
@@ -183,6 +208,7 @@
     if (phase === 'result' && !(c && c.result)) phaseText = 'AWAITING REVEAL';
     const unrevealed = c && [].concat(c.player || [], c.banker || []).some((vc) => vc && vc.hidden);
     if (phase === 'result' && c && c.result && unrevealed) phaseText = 'RESULT \u00b7 NOT YET REVEALED';
+    if (rv) phaseText = 'RECALL \u00b7 SHOE ' + rv.shoe + ' COUP ' + rv.coup + (rv.voided ? ' \u00b7 VOIDED' : '');
     setText('phase', phaseText);
 
     renderHand('player-cards', c ? c.player : []);
@@ -200,7 +226,7 @@
       box.dataset.winner = '';
       return;
     }
-    const key = [c.shoe, c.coup, r.winner].join('/');
+    const key = [c.recall ? 'recall' : 'live', c.shoe, c.coup, r.winner].join('/');
     if (box.dataset.key !== key) {
       box.dataset.key = key;
       box.hidden = false;
@@ -418,6 +444,9 @@
     for (const r of rec) {
       const tr = el('tr', r.voided ? 'voided' : '');
       tr.dataset.coup = String(r.coup);
+      tr.dataset.shoe = String(r.shoe);
+      if (state.recallView && state.recallView.shoe === r.shoe && state.recallView.coup === r.coup) tr.classList.add('recalled');
+      tr.addEventListener('click', () => { state.recallView = r; schedule(); });
       tr.append(el('td', 'num', r.shoe + '/' + r.coup), cardsCell(r.cards, r.manual), cardsCell(r.player), cardsCell(r.banker));
       const td = el('td', r.winner && !r.voided ? 'w-' + r.winner : '', r.voided ? 'VOID' : (r.winner || '').toUpperCase());
       // points are "player-banker"
@@ -553,6 +582,7 @@
   }
 
   window.addEventListener('resize', schedule);
+  if (VIEW === 'pit') $('recall-exit').addEventListener('click', () => { state.recallView = null; schedule(); });
   render();
   start();
 })();

@@ -1,0 +1,152 @@
+package display_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/display"
+	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/mqtttest"
+)
+
+// TestBrowserRecallWhileSuspended: with a dealer signed in and twelve
+// coups dealt, a misdeal suspends the table; the pit view still recalls
+// the last 10 coups, shows the one the supervisor picks in the coup panel
+// under a RECALL banner that says it is not the live game (the suspension
+// banner stays up), and goes back to the live table on request. The
+// header names the dealer on duty.
+func TestBrowserRecallWhileSuspended(t *testing.T) {
+	ctx, b := startBrowser(t)
+	br := embeddedBroker(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := coup.BuiltinProfile(coup.ProfileVIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := coup.DefaultTableConfig(p)
+	var publisher atomic.Pointer[mqttpub.Publisher]
+	rec, err := audit.OpenRecorder(ctx, filepath.Join(t.TempDir(), "trail.db"), audit.RecorderOptions{
+		Table: bTable, Config: tc, Logger: quiet,
+		OnCommit: func(c audit.Commit) {
+			if p := publisher.Load(); p != nil {
+				p.Commit(c)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Close() })
+	topics := mqttpub.Topics{Prefix: bPrefix}
+	conn, err := mqttpub.Dial(mqttpub.ConnOptions{
+		Broker: br.tcp, ClientID: mqtttest.ClientID(t, "tablectl"), Username: br.user, Password: br.pass,
+		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(bTable), Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(time.Second) })
+	pub, err := mqttpub.New(mqttpub.Options{
+		Table: bTable, Topics: topics, Client: conn, Trail: rec.Store(), Config: tc, From: rec.Store().Head().Seq,
+		Driver: "v1", Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publisher.Store(pub)
+	pctx, cancelPub := context.WithCancel(ctx)
+	pubDone := make(chan error, 1)
+	go func() { pubDone <- pub.Run(pctx) }()
+	t.Cleanup(func() { cancelPub(); <-pubDone })
+
+	h, err := display.WebHandler(display.WebConfig{
+		Table: bTable, BrokerWS: br.ws, Prefix: bPrefix, Pit: br.pit, PitUser: bPitUser, PitPassword: bPitPass, Recall: rec,
+	}, display.Handler(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	br.allowOrigin(srv.URL)
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(bPitUser+":"+bPitPass))
+	pit := b.OpenContext(ctx, t, srv.URL+"/pit", 1920, 1080, map[string]string{"Authorization": auth})
+	pg := b.OpenContext(ctx, t, srv.URL+"/", 1920, 1080, nil)
+
+	tb := &recorderTable{t: t, ctx: ctx, rec: rec, now: time.Date(2026, 11, 25, 21, 0, 0, 0, time.UTC)}
+	tb.submit(coup.Input{Kind: coup.InCmd, Command: &coup.Command{ID: "in-1", Action: coup.ActionDealerIn, By: "alice", Dealer: "d-1042"}})
+	d := newDealer(18)
+	d.startShoe(t, tb)
+	for range 12 {
+		d.dealCoup(t, tb, nil)
+		d.finish(tb)
+	}
+	// A card while betting is open: a misdeal, the table suspended.
+	tb.deal(cardInput(d.draw()))
+	if v := tb.pitView(); !v.Suspended {
+		t.Fatal("the misdeal did not suspend the table")
+	}
+	recall := rec.Recall()
+	if len(recall) != coup.RecallDepth {
+		t.Fatalf("recall holds %d coups while suspended", len(recall))
+	}
+	pit.WaitFor("the suspended table, its dealer and its recall", `!document.getElementById('banner-suspended').hidden && document.getElementById('dealer').textContent === 'd-1042' && document.querySelectorAll('#recall-table tbody tr').length === 10`,
+		`[document.getElementById('banner-suspended').hidden, document.getElementById('dealer').textContent, document.querySelectorAll('#recall-table tbody tr').length]`)
+	checkRecall(t, pit, recall)
+	if mode := pit.Text("#banner-recall"); mode != "" {
+		var hidden bool
+		pit.Eval(`document.getElementById('banner-recall').hidden`, &hidden)
+		if !hidden {
+			t.Fatal("the recall banner shows before a coup is picked")
+		}
+	}
+
+	// The supervisor picks the oldest coup of the ten.
+	old := recall[0]
+	pit.Eval(fmt.Sprintf(`document.querySelector('#recall-table tbody tr[data-coup="%d"]').click(), true`, old.Coup), new(bool))
+	pit.WaitFor("recall mode", fmt.Sprintf(`document.body.dataset.mode === 'recall' && !document.getElementById('banner-recall').hidden && document.getElementById('phase').textContent.startsWith('RECALL · SHOE %d COUP %d')`, old.Shoe, old.Coup),
+		`[document.body.dataset.mode, document.getElementById('phase').textContent]`)
+	banner := pit.Text("#banner-recall")
+	for _, want := range []string{"RECALL", "NOT THE LIVE GAME", fmt.Sprintf("COUP %d", old.Coup), "DEALER d-1042", "BACK TO LIVE"} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("recall banner %q lacks %q", banner, want)
+		}
+	}
+	var shown []string
+	pit.Eval(`Array.from(document.querySelectorAll('#player-cards .card, #banker-cards .card')).map((c) => c.dataset.card || '')`, &shown)
+	var want []string
+	for _, c := range append(append([]coup.Card{}, old.Result.Player...), old.Result.Banker...) {
+		want = append(want, c.String())
+	}
+	if strings.Join(shown, " ") != strings.Join(want, " ") {
+		t.Errorf("recall shows cards %v, coup %d had %v", shown, old.Coup, want)
+	}
+	var suspendedShown bool
+	pit.Eval(`!document.getElementById('banner-suspended').hidden`, &suspendedShown)
+	if !suspendedShown {
+		t.Error("the suspension banner went away in recall mode")
+	}
+	pit.SaveScreenshot(screenshotDir(t), "pit-recall-while-suspended", false)
+
+	// The public display never enters recall mode.
+	var pubMode string
+	pg.Eval(`document.body.dataset.mode || ''`, &pubMode)
+	if pubMode == "recall" {
+		t.Error("the public display is in recall mode")
+	}
+
+	pit.Eval(`document.getElementById('recall-exit').click(), true`, new(bool))
+	pit.WaitFor("the live game again", `document.body.dataset.mode === 'live' && document.getElementById('banner-recall').hidden && !document.getElementById('phase').textContent.startsWith('RECALL')`,
+		`[document.body.dataset.mode, document.getElementById('phase').textContent]`)
+	pit.NoProblems()
+}
