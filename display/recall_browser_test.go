@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/audit/stats"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
@@ -25,7 +26,8 @@ import (
 // the last 10 coups, shows the one the supervisor picks in the coup panel
 // under a RECALL banner that says it is not the live game (the suspension
 // banner stays up), and goes back to the live table on request. The
-// header names the dealer on duty.
+// header names the dealer on duty, and the pit's dealer table has her
+// figures: 12 coups, 1 misdeal, 100/12 = 8.33 misdeals per 100 coups.
 func TestBrowserRecallWhileSuspended(t *testing.T) {
 	ctx, b := startBrowser(t)
 	br := embeddedBroker(t)
@@ -72,6 +74,9 @@ func TestBrowserRecallWhileSuspended(t *testing.T) {
 
 	h, err := display.WebHandler(display.WebConfig{
 		Table: bTable, BrokerWS: br.ws, Prefix: bPrefix, Pit: br.pit, PitUser: bPitUser, PitPassword: bPitPass, Recall: rec,
+		DealerStats: func() (stats.Report, error) {
+			return stats.Compute(rec.Store().Events(ctx, audit.Query{Kinds: stats.Kinds}), stats.Options{})
+		},
 	}, display.Handler(rec))
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +108,9 @@ func TestBrowserRecallWhileSuspended(t *testing.T) {
 	pit.WaitFor("the suspended table, its dealer and its recall", `!document.getElementById('banner-suspended').hidden && document.getElementById('dealer').textContent === 'd-1042' && document.querySelectorAll('#recall-table tbody tr').length === 10`,
 		`[document.getElementById('banner-suspended').hidden, document.getElementById('dealer').textContent, document.querySelectorAll('#recall-table tbody tr').length]`)
 	checkRecall(t, pit, recall)
+	// The dealer's figures: twelve coups, one misdeal.
+	pit.WaitFor("the dealer's figures", `(() => { const tr = document.querySelector('#dealer-table tbody tr[data-dealer="d-1042"]'); return !!tr && tr.children[1].textContent === '12' && tr.children[4].textContent === '8.33'; })()`,
+		`Array.from(document.querySelectorAll('#dealer-table tbody tr')).map((tr) => tr.textContent)`)
 	if mode := pit.Text("#banner-recall"); mode != "" {
 		var hidden bool
 		pit.Eval(`document.getElementById('banner-recall').hidden`, &hidden)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablectl/tablectl/audit/stats"
 	"github.com/tablectl/tablectl/coup"
 )
 
@@ -65,6 +66,9 @@ type WebConfig struct {
 	// Recall, when set, serves the last coups with every card to the pit
 	// view (behind the pit's credentials).
 	Recall Recaller
+	// DealerStats, when set, serves the figures per dealer (audit/stats)
+	// to the pit view (behind the pit's credentials).
+	DealerStats func() (stats.Report, error)
 }
 
 // webSettings is what the page fetches to learn where and as whom to
@@ -81,6 +85,8 @@ type webSettings struct {
 	ClientID string `json:"client_id_prefix"`
 	// Recall is where the pit view fetches the last coups ("" when none).
 	Recall string `json:"recall,omitempty"`
+	// DealerStats is where it fetches the figures per dealer ("" when none).
+	DealerStats string `json:"dealer_stats,omitempty"`
 }
 
 // webAsset is one embedded file, ready to serve.
@@ -96,6 +102,7 @@ const (
 	webPublicConfig = "display.json"
 	webPitConfig    = "pit/display.json"
 	webPitRecall    = "pit/recall"
+	webPitStats     = "pit/stats"
 	webPitRealm     = "tablectl pit"
 )
 
@@ -110,6 +117,7 @@ var ErrWebConfig = errors.New("web display configuration")
 //	/display.json       where the public page connects, and as whom
 //	/pit/display.json   the same for the pit view (HTTP basic auth)
 //	/pit/recall         the last 10 coups with every card (HTTP basic auth)
+//	/pit/stats          the figures per dealer, audit/stats (HTTP basic auth)
 //	/web/...            the page's scripts, styles and the vendored mqtt.js
 //
 // With pit credentials configured, next's /recall (every card as read) is
@@ -157,6 +165,18 @@ func WebHandler(cfg WebConfig, next http.Handler) (http.Handler, error) {
 				return
 			}
 			writeJSON(rw, http.StatusOK, RecallOf(cfg.Recall.Recall()))
+		})))
+		mux.Handle("GET /pit/stats", w.pitAuth(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if cfg.DealerStats == nil {
+				writeJSON(rw, http.StatusNotFound, map[string]string{"error": "no dealer statistics on this controller"})
+				return
+			}
+			rep, err := cfg.DealerStats()
+			if err != nil {
+				writeJSON(rw, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+				return
+			}
+			writeJSON(rw, http.StatusOK, rep)
 		})))
 		mux.Handle("/recall", w.pitAuth(next))
 	} else {
@@ -223,6 +243,9 @@ func (w *web) settings(view string) webSettings {
 		login = w.cfg.Pit
 		if w.cfg.Recall != nil {
 			s.Recall = webPitRecall
+		}
+		if w.cfg.DealerStats != nil {
+			s.DealerStats = webPitStats
 		}
 	}
 	s.Username, s.Password = login.Username, login.Password

@@ -108,8 +108,38 @@ func Misdeal(k coup.AlertKind) bool {
 
 type coupKey struct{ shoe, coup int }
 
+// Collator takes rows one at a time, for figures kept up to date as the
+// trail grows (the pit view's): Take every committed row, Report when
+// asked. It is not safe for concurrent use.
+type Collator struct{ c *collator }
+
+// NewCollator starts figures with no row.
+func NewCollator(o Options) (*Collator, error) {
+	c, err := newCollator(o)
+	if err != nil {
+		return nil, err
+	}
+	return &Collator{c}, nil
+}
+
+// Take adds one row; rows already taken (by seq) are skipped.
+func (c *Collator) Take(r audit.Record) error {
+	if r.Seq <= c.c.seq {
+		return nil
+	}
+	c.c.seq = r.Seq
+	if err := c.c.take(r); err != nil {
+		return fmt.Errorf("stats: row %d (%s): %w", r.Seq, r.Kind, err)
+	}
+	return nil
+}
+
+// Report is the figures as of the last row taken.
+func (c *Collator) Report() Report { return c.c.report() }
+
 // collator walks the rows in order.
 type collator struct {
+	seq    int64 // the last row taken
 	o      Options
 	rows   map[string]*Row
 	order  []string
@@ -124,12 +154,28 @@ type collator struct {
 // Compute collates the rows (in sequence order, as Reader.Events gives
 // them). Rows of other kinds are skipped.
 func Compute(rows iter.Seq2[audit.Record, error], o Options) (Report, error) {
+	c, err := newCollator(o)
+	if err != nil {
+		return Report{}, err
+	}
+	for r, err := range rows {
+		if err != nil {
+			return Report{}, err
+		}
+		if err := c.take(r); err != nil {
+			return Report{}, fmt.Errorf("stats: row %d (%s): %w", r.Seq, r.Kind, err)
+		}
+	}
+	return c.report(), nil
+}
+
+func newCollator(o Options) (*collator, error) {
 	switch o.By {
 	case "":
 		o.By = ByDealer
 	case ByDealer, ByShift, ByShoe:
 	default:
-		return Report{}, fmt.Errorf("stats: group by %q: want dealer, shift or shoe", o.By)
+		return nil, fmt.Errorf("stats: group by %q: want dealer, shift or shoe", o.By)
 	}
 	if o.Location == nil {
 		o.Location = time.UTC
@@ -140,22 +186,13 @@ func Compute(rows iter.Seq2[audit.Record, error], o Options) (Report, error) {
 	o.Shifts = slices.Sorted(slices.Values(o.Shifts))
 	for _, s := range o.Shifts {
 		if s < 0 || s >= 24*time.Hour {
-			return Report{}, fmt.Errorf("stats: shift start %v: want 00:00 to 23:59", s)
+			return nil, fmt.Errorf("stats: shift start %v: want 00:00 to 23:59", s)
 		}
 	}
 	if len(o.Shifts) == 0 {
-		return Report{}, fmt.Errorf("stats: no shift")
+		return nil, fmt.Errorf("stats: no shift")
 	}
-	c := &collator{o: o, rows: map[string]*Row{}, closed: map[coupKey]time.Time{}, dealt: map[coupKey]bool{}}
-	for r, err := range rows {
-		if err != nil {
-			return Report{}, err
-		}
-		if err := c.take(r); err != nil {
-			return Report{}, fmt.Errorf("stats: row %d (%s): %w", r.Seq, r.Kind, err)
-		}
-	}
-	return c.report(), nil
+	return &collator{o: o, rows: map[string]*Row{}, closed: map[coupKey]time.Time{}, dealt: map[coupKey]bool{}}, nil
 }
 
 func (c *collator) row(key string) *Row {

@@ -38,6 +38,7 @@
     // recallView is the recall record the pit chose to show instead of the
     // live coup (recall mode), null for the live game.
     recallView: null,
+    dealerStats: null, // the pit's figures per dealer (audit/stats), when served
   };
   let settings = null;
 
@@ -455,6 +456,18 @@
       tr.append(td);
       rb.append(tr);
     }
+    // Dealers: the figures per dealer on this trail.
+    const db = $('dealer-table').querySelector('tbody');
+    db.replaceChildren();
+    const ds = state.dealerStats && Array.isArray(state.dealerStats.rows) ? state.dealerStats.rows : [];
+    for (const r of ds) {
+      const tr = el('tr');
+      tr.dataset.dealer = r.key;
+      for (const v of [r.key, r.coups, r.coups_per_hour, r.seconds_per_coup, r.misdeals_per_100_coups, r.voids_per_100_coups]) {
+        tr.append(el('td', typeof v === 'number' ? 'num' : '', String(v)));
+      }
+      db.append(tr);
+    }
     const rnote = state.recallError || (state.recall === null ? 'Loading\u2026' : (rec.length === 0 ? 'No coup yet' : ''));
     show('recall-note', rnote !== '');
     setText('recall-note', rnote);
@@ -468,7 +481,7 @@
     if (VIEW !== 'pit' || !settings || !settings.recall) return;
     const c = state.coup || {};
     const r = state.roads || {};
-    const key = [c.shoe, c.coup, c.phase, r.stats ? r.stats.coups : 0, (r.bead_plate || []).length].join('/');
+    const key = [c.shoe, c.coup, c.phase, c.dealer, r.stats ? r.stats.coups : 0, (r.bead_plate || []).length].join('/');
     if (!force && key === recallKey) return;
     recallKey = key;
     clearTimeout(recallTimer);
@@ -480,6 +493,12 @@
         })
         .then((list) => { state.recall = Array.isArray(list) ? list : []; state.recallError = ''; schedule(); })
         .catch((err) => { state.recallError = 'Recall unavailable: ' + err.message; schedule(); });
+      if (settings.dealer_stats) {
+        fetch(settings.dealer_stats, { cache: 'no-store', credentials: 'same-origin' })
+          .then((resp) => (resp.ok ? resp.json() : null))
+          .then((rep) => { state.dealerStats = rep; schedule(); })
+          .catch(() => {});
+      }
     }, 150);
   }
 

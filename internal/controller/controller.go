@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
@@ -76,6 +77,9 @@ type Controller struct {
 
 	// checker is program self-authentication (selfcheck.go).
 	checker *selfChecker
+	// dealers is the figures per dealer for the pit view (dealerstats.go),
+	// nil until read from the trail.
+	dealers atomic.Pointer[dealerStats]
 }
 
 // Hooks let callers (the demo, tests, MQTT) see commits.
@@ -140,6 +144,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 			log.Info("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
 		}
 		m.Commit(cm)
+		if d := ctl.dealers.Load(); d != nil {
+			d.commit(cm)
+		}
 		if pub != nil {
 			pub.Commit(cm)
 		}
@@ -172,6 +179,12 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		closeKey()
 		return nil, err
 	}
+	// Nothing commits until the parts run: the figures read here miss no row.
+	ds, err := loadDealerStats(ctx, rec.Store())
+	if err != nil {
+		return fail(err)
+	}
+	ctl.dealers.Store(ds)
 	if c.MQTT != nil {
 		if pub, err = ctl.startMQTT(ctx, tc, hooks.Clock); err != nil {
 			return fail(err)
@@ -257,7 +270,7 @@ func (ctl *Controller) mountWeb() error {
 		}
 		return s, nil
 	}
-	wc := display.WebConfig{Table: ctl.cfg.TableID, BrokerWS: ws, Prefix: ctl.cfg.MQTT.Prefix, Recall: ctl.rec,
+	wc := display.WebConfig{Table: ctl.cfg.TableID, BrokerWS: ws, Prefix: ctl.cfg.MQTT.Prefix, Recall: ctl.rec, DealerStats: ctl.dealers.Load().report,
 		Public: display.WebLogin{Username: h.DisplayUser}, Pit: display.WebLogin{Username: h.PitBrokerUser}, PitUser: h.PitUser}
 	var err error
 	if wc.Public.Password, err = secret("http.display_password_file", h.DisplayPasswordFile); err != nil {
