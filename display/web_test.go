@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablectl/tablectl/audit/stats"
 	"github.com/tablectl/tablectl/coup"
 )
 
@@ -371,5 +372,35 @@ func webGolden(t *testing.T, name, got string) {
 	}
 	if string(want) != got {
 		t.Errorf("%s differs from the golden file (go test -update-web to accept a deliberate change)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+func TestWebPitDealerStats(t *testing.T) {
+	cfg := webTestConfig(t)
+	cfg.DealerStats = func() (stats.Report, error) {
+		return stats.Report{By: stats.ByDealer, Rows: []stats.Row{{Key: "ann", Coups: 3, CoupsPerHour: 15}}, Total: stats.Row{Key: "total", Coups: 3}}, nil
+	}
+	srv := webServer(t, cfg)
+	if r := webGet(t, srv.URL+"/pit/stats", "", ""); r.code != http.StatusUnauthorized || strings.Contains(r.body, "ann") {
+		t.Errorf("GET /pit/stats without credentials = %d %s", r.code, r.body)
+	}
+	s := webGet(t, srv.URL+"/pit/display.json", cfg.PitUser, cfg.PitPassword)
+	if !strings.Contains(s.body, `"dealer_stats": "pit/stats"`) {
+		t.Errorf("settings do not offer the dealer figures: %s", s.body)
+	}
+	r := webGet(t, srv.URL+"/pit/stats", cfg.PitUser, cfg.PitPassword)
+	var got stats.Report
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil || r.code != http.StatusOK || len(got.Rows) != 1 || got.Rows[0].Key != "ann" || got.Rows[0].CoupsPerHour != 15 {
+		t.Fatalf("GET /pit/stats = %d %v: %s", r.code, err, r.body)
+	}
+	cfg.DealerStats = func() (stats.Report, error) { return stats.Report{}, errors.New("row 7: broken") }
+	srv = webServer(t, cfg)
+	if r := webGet(t, srv.URL+"/pit/stats", cfg.PitUser, cfg.PitPassword); r.code != http.StatusInternalServerError || !strings.Contains(r.body, "broken") {
+		t.Errorf("GET /pit/stats failing = %d %s", r.code, r.body)
+	}
+	cfg.DealerStats = nil
+	srv = webServer(t, cfg)
+	if r := webGet(t, srv.URL+"/pit/stats", cfg.PitUser, cfg.PitPassword); r.code != http.StatusNotFound {
+		t.Errorf("GET /pit/stats with none = %d", r.code)
 	}
 }
