@@ -8,8 +8,9 @@
 //   - coups: coups dealt to a result, plus coups voided while in progress
 //     (a coup voided after its result is counted once);
 //   - in play: the time a shoe was in play (shoe started to shoe ended),
-//     suspensions included, put against the dealer on duty, the shift or
-//     the shoe of that moment; coups per hour is coups over it;
+//     suspensions and any time the controller was down included, put
+//     against the dealer on duty, the shift or the shoe of that moment;
+//     coups per hour is coups over it;
 //   - seconds per coup: the mean time from no more bets to the result (the
 //     dealer's own part of a coup; betting time is the house's);
 //   - misdeals: alerts that are the dealer's (a card drawn at the wrong
