@@ -152,7 +152,7 @@ func TestBrokerAttacks(t *testing.T) {
 	const prefix = "tablectl/DEMO"
 	evil := attackSite(t, mqttJS, "ws://"+wsAddr+"/mqtt", prefix)
 	friend := attackSite(t, mqttJS, "ws://"+wsAddr+"/mqtt", prefix)
-	d := startDemoWith(t, DemoOptions{Seed: 5, MQTTWS: wsAddr, Pace: 10 * time.Millisecond, Shoes: 3, WSOrigins: []string{friend.URL}})
+	d := startDemoWith(t, DemoOptions{Seed: 5, MQTTWS: wsAddr, Pace: 10 * time.Millisecond, Shoes: 40, WSOrigins: []string{friend.URL}})
 	info := d.info
 	if info.Prefix != prefix || info.WS != "ws://"+wsAddr+"/mqtt" {
 		t.Fatalf("demo at %s %s", info.Prefix, info.WS)
@@ -222,6 +222,15 @@ func TestBrokerAttacks(t *testing.T) {
 	friendPage.WaitFor("the allowed page to connect and read the public tree", `window.attack && attack.connected && attack.pub > 0 && attack.granted.length === 6`,
 		`JSON.stringify(window.attack)`)
 	evilPage.WaitFor("the foreign page's WebSocket to be refused or to connect", `window.attack && (attack.wsFailed || attack.connected)`, `JSON.stringify(window.attack)`)
+	defer func() {
+		if t.Failed() { // what the pit saw last, and the demo's log, say why
+			ms := pit.Messages()
+			for _, m := range ms[max(0, len(ms)-25):] {
+				t.Logf("pit saw %s %.300s", m.Topic, m.Payload)
+			}
+			t.Logf("demo log:\n%s", d.logs.String())
+		}
+	}()
 	pit.Wait(mqWait, "three more coups dealt face down", func(ms []mqtttest.Msg) bool { return faceDownSeen(ms) >= before+3 })
 	time.Sleep(time.Second) // what got through, had anything, has arrived
 

@@ -138,10 +138,15 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		return err
 	}
 	// The simulated dealer stops while the table is suspended, as a dealer
-	// would, and goes on once a supervisor resumes it.
+	// would, and goes on once a supervisor resumes it; it calls "no more
+	// bets" only once the table shows betting open.
 	sim.HoldWhile(func() bool {
 		_, pit := ctl.Recorder().View()
 		return pit.Suspended
+	})
+	sim.WaitForBetting(func() bool {
+		_, pit := ctl.Recorder().View()
+		return pit.Phase == coup.PhaseBettingOpen
 	})
 	info := DemoInfo{Table: o.Table, CheckpointPub: pubOf(cpKey), MQTT: ctl.broker.URL(), WS: ctl.broker.WSURL(), HTTP: "http://" + ctl.ln.Addr().String(),
 		Prefix: c.MQTT.Prefix, Trail: trail, Shoe: pty.Path(), Key: supKey, Keyring: keyring, PitPassword: pitPassword,

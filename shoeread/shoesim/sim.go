@@ -95,6 +95,7 @@ type Sim struct {
 	written  int64
 
 	holding func() bool // HoldWhile's: the dealer waits while it says so
+	betting func() bool // WaitForBetting's: betting is open at the table
 
 	mu  sync.Mutex
 	rec Record
@@ -172,6 +173,17 @@ func (s *Sim) HoldWhile(held func() bool) { s.holding = held }
 // HoldPoll is how often a held dealer looks again.
 const HoldPoll = 250 * time.Millisecond
 
+// WaitForBetting makes the dealer call "no more bets" only once open says
+// the table has betting open, as a dealer watches the table's display
+// before closing bets. A controller on a loaded machine may read the shoe
+// late; without this the simulated dealer would run ahead of the table and
+// make misdeals no dealer made. Call it before Run; open is polled every
+// BettingPoll (heartbeats go on meanwhile).
+func (s *Sim) WaitForBetting(open func() bool) { s.betting = open }
+
+// BettingPoll is how often a dealer waiting for betting to open looks again.
+const BettingPoll = 5 * time.Millisecond
+
 func (s *Sim) step(ctx context.Context, st *Step) error {
 	s.at = Position{Shoe: st.At.Shoe, Coup: st.At.Coup}
 	switch st.Op {
@@ -188,6 +200,13 @@ func (s *Sim) step(ctx context.Context, st *Step) error {
 			// to stand, betting to open) before going on, as after a coup.
 			if err := s.wait(ctx, s.plan.Options.CoupPace, true); err != nil {
 				return err
+			}
+		}
+		if s.betting != nil && st.Event.Kind == shoeread.KindButton && st.Event.Button == shoeread.ButtonNoMoreBets {
+			for !s.betting() {
+				if err := s.wait(ctx, BettingPoll, true); err != nil {
+					return err
+				}
 			}
 		}
 		return s.send(ctx, st)

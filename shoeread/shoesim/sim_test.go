@@ -436,6 +436,52 @@ func TestHoldWhile(t *testing.T) {
 	}
 }
 
+// TestWaitForBetting: the dealer calls "no more bets" only once the table
+// says betting is open, and deals everything else without asking.
+func TestWaitForBetting(t *testing.T) {
+	opts := Options{Seed: 3, Coups: 3}
+	free, _ := runMem(t, opts)
+	clk := clock.NewVirtual(epoch)
+	line := newMemLine(clk)
+	sim, err := New(opts, line, clk, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked, openAt int
+	sim.WaitForBetting(func() bool {
+		asked++
+		if asked%50 == 0 { // a quarter of a second of the table showing the result
+			openAt++
+			return true
+		}
+		return false
+	})
+	if err := sim.Run(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	var nmb int
+	var last time.Time
+	for _, s := range sim.Record().Sent {
+		if s.Heartbeat {
+			continue
+		}
+		last = s.Time
+		if s.Event.Kind == shoeread.KindButton && s.Event.Button == shoeread.ButtonNoMoreBets {
+			nmb++
+		}
+	}
+	if nmb != 3 || openAt != 3 || asked != 150 {
+		t.Fatalf("%d no-more-bets calls, betting asked %d times, open %d times; want 3 calls, each after 50 asks", nmb, asked, openAt)
+	}
+	freeSent := free.Record().Sent
+	if want := len(freeSent) - countHeartbeats(freeSent); len(sim.Record().Sent)-countHeartbeats(sim.Record().Sent) != want {
+		t.Fatalf("the waiting dealer sent a different plan")
+	}
+	if d := last.Sub(freeSent[len(freeSent)-1].Time); d < 3*49*BettingPoll {
+		t.Fatalf("the dealer who waited finished only %s later; want at least three waits of 49 polls", d)
+	}
+}
+
 func countHeartbeats(ss []Sent) int {
 	n := 0
 	for _, s := range ss {
