@@ -28,6 +28,8 @@ type Endpoints struct {
 	Broker func() string
 	// Metrics serves /metrics (display/metrics); nil leaves it out.
 	Metrics http.Handler
+	// Version is the running build (internal/buildinfo), for /health.
+	Version string
 }
 
 // Health is the /health answer. Status is "ok", "degraded" (the table's
@@ -40,6 +42,7 @@ type Health struct {
 	Error    string `json:"error,omitempty"`
 	ShoeLink string `json:"shoe_link"`
 	Broker   string `json:"broker"`
+	Version  string `json:"version,omitempty"`
 }
 
 // Health statuses.
@@ -92,7 +95,7 @@ func NewHandler(src Source, e Endpoints) http.Handler {
 
 // HealthOf is the controller's health now.
 func HealthOf(src Source, e Endpoints) Health {
-	h := Health{Status: HealthOK, Audit: "ok", ShoeLink: "unknown", Broker: "off"}
+	h := Health{Status: HealthOK, Audit: "ok", ShoeLink: "unknown", Broker: "off", Version: e.Version}
 	if e.ShoeLink != nil {
 		h.ShoeLink = e.ShoeLink()
 	}

@@ -30,7 +30,7 @@ the HTTP endpoints. It prints where to look. Ctrl-C stops it.
 
 flags:
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	o := controller.DemoOptions{LogTo: os.Stderr}
 	fs.StringVar(&o.Dir, "dir", "demo", "the `folder` for the trail, the keys and the shoe's link")

@@ -23,6 +23,7 @@ import (
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/buildinfo"
 	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/metrics"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
@@ -106,7 +107,7 @@ func RunFile(ctx context.Context, path string, o MQTTOverride, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	log.Info("controller running", "shoe_port", c.Shoe.Port.Path, "driver", c.Shoe.Driver, "trail", c.Audit.Path, "http", c.HTTP.Listen,
+	log.Info("controller running", "version", buildinfo.Get().Short(), "shoe_port", c.Shoe.Port.Path, "driver", c.Shoe.Driver, "trail", c.Audit.Path, "http", c.HTTP.Listen,
 		"mqtt", ctl.BrokerURL(), "topics", ctl.TopicPrefix())
 	return ctl.Run(ctx)
 }
@@ -157,6 +158,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	rec, err := audit.OpenRecorder(ctx, c.Audit.Path, audit.RecorderOptions{
 		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
+		Version: buildinfo.Get().Short(),
 	})
 	if err != nil {
 		closeKey()
@@ -214,7 +216,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 // endpoints, /health and /metrics among them.
 func (ctl *Controller) watch() error {
 	src := metrics.Sources{Link: ctl.link, Sequence: ctl.sequenceStats, Table: ctl.rec}
-	ep := display.Endpoints{ShoeLink: ctl.shoeLinkState, Metrics: ctl.metrics.Handler()}
+	ep := display.Endpoints{ShoeLink: ctl.shoeLinkState, Metrics: ctl.metrics.Handler(), Version: buildinfo.Get().Short()}
 	if ctl.conn != nil {
 		src.Broker, src.Backlog = ctl.conn, ctl.pub
 		ep.Broker = ctl.brokerState
