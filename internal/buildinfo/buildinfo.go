@@ -17,6 +17,11 @@ import (
 //	go build -ldflags "-X github.com/tablectl/tablectl/internal/buildinfo.version=1.2.0"
 var version string
 
+// revision and modified ("true") are the VCS revision stamped at link time
+// by a build the toolchain cannot stamp itself (a git worktree, whose .git
+// is a file the go command does not recognise).
+var revision, modified string
+
 // Info is one build's identity.
 type Info struct {
 	// Version is the release version, or the module version ("(devel)"
@@ -35,7 +40,11 @@ type Info struct {
 // Get reads the running binary's build information.
 func Get() Info {
 	bi, ok := debug.ReadBuildInfo()
-	return from(bi, ok, version)
+	i := from(bi, ok, version)
+	if i.Revision == "" && revision != "" {
+		i.Revision, i.Modified = revision, modified == "true"
+	}
+	return i
 }
 
 func from(bi *debug.BuildInfo, ok bool, stamped string) Info {
