@@ -190,6 +190,19 @@ func zeroDefault(f *flag.Flag) bool {
 // stray positional arguments. -h prints the usage to helpOut (stdout) and
 // returns flag.ErrHelp, which exits 0; a mistake prints it to stderr.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
+		return errUsage
+	}
+	return nil
+}
+
+// parseFlagsArgs is parseFlags for a command that takes arguments after
+// its flags.
+func parseFlagsArgs(fs *flag.FlagSet, args []string) error {
 	out := fs.Output()
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
@@ -203,10 +216,6 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 		fmt.Fprintln(out, err)
 		fs.Usage()
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
 		return errUsage
 	}
 	return nil

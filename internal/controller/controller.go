@@ -135,8 +135,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	var pub *mqttpub.Publisher
 	onCommit := func(cm audit.Commit) {
 		for _, r := range cm.Records {
-			log.Info("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
+			log.Debug("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
 		}
+		logEvents(log, cm)
 		m.Commit(cm)
 		if pub != nil {
 			pub.Commit(cm)
@@ -200,11 +201,23 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		if err != nil {
 			return fail(fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err))
 		}
+		origins := webOrigins(ln.Addr())
+		if c.HTTP.CertFile != "" {
+			cert, err := loadHTTPCert(c.HTTP)
+			if err != nil {
+				ln.Close()
+				return fail(err)
+			}
+			ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+			for i, o := range origins {
+				origins[i] = "https://" + strings.TrimPrefix(o, "http://")
+			}
+		}
 		ctl.ln = ln
 		ctl.http = &http.Server{Handler: ctl.handler, ReadHeaderTimeout: 5 * time.Second}
 		if ctl.broker != nil {
 			// The web display's own pages may open the broker's WebSocket.
-			if err := ctl.broker.AllowOrigins(webOrigins(ln.Addr())...); err != nil {
+			if err := ctl.broker.AllowOrigins(origins...); err != nil {
 				return fail(err)
 			}
 		}
