@@ -3,7 +3,10 @@ package mqttpub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/tablectl/tablectl/command"
 )
@@ -16,6 +19,13 @@ func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte,
 	if err := conn.WaitConnected(ctx); err != nil {
 		return command.Reply{}, err
 	}
+	replies := topics.Topic(TopicCmdReply)
+	if r := conn.Refused(); len(r) > 0 {
+		// The broker's ACL: this login may not read this table's replies,
+		// so it may not command it either.
+		return command.Reply{}, fmt.Errorf("%w: the broker refused this login the replies on %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, strings.Join(r, ", "))
+	}
+	losses := conn.Losses()
 	tok := conn.Publish(topics.Topic(TopicCmd), 1, false, payload)
 	select {
 	case <-ctx.Done():
@@ -25,11 +35,18 @@ func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte,
 			return command.Reply{}, fmt.Errorf("send command: %w", err)
 		}
 	}
-	replies := topics.Topic(TopicCmdReply)
+	check := time.NewTicker(50 * time.Millisecond)
+	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return command.Reply{}, fmt.Errorf("no reply to command %s: %w", id, ctx.Err())
+		case <-check.C:
+			// A broker that refuses a publish by its ACL may close the
+			// connection (MQTT 3.1.1 has no other way to say so).
+			if conn.Losses() > losses {
+				return command.Reply{}, fmt.Errorf("%w: the broker closed the connection on the command to %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, topics.Topic(TopicCmd))
+			}
 		case m := <-conn.Messages():
 			if m.Topic != replies {
 				continue
@@ -42,3 +59,7 @@ func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte,
 		}
 	}
 }
+
+// ErrNotAllowed: the broker did not let the login send the command or read
+// its reply (its ACL); the table never saw it.
+var ErrNotAllowed = errors.New("not allowed by the broker")
