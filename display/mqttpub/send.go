@@ -26,26 +26,42 @@ func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte,
 		return command.Reply{}, fmt.Errorf("%w: the broker refused this login the replies on %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, strings.Join(r, ", "))
 	}
 	losses := conn.Losses()
-	tok := conn.Publish(topics.Topic(TopicCmd), 1, false, payload)
-	select {
-	case <-ctx.Done():
-		return command.Reply{}, fmt.Errorf("no reply to command %s: the broker did not even acknowledge it: %w", id, ctx.Err())
-	case <-tok.Done():
-		if err := tok.Error(); err != nil {
-			return command.Reply{}, fmt.Errorf("send command: %w", err)
+	// A broker that refuses a publish by its ACL may close the connection
+	// (MQTT 3.1.1 has no other way to say so; the embedded broker does).
+	closed := func() error {
+		if conn.Losses() > losses {
+			return fmt.Errorf("%w: the broker closed the connection on the command to %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, topics.Topic(TopicCmd))
 		}
+		return nil
 	}
 	check := time.NewTicker(50 * time.Millisecond)
 	defer check.Stop()
+	tok := conn.Publish(topics.Topic(TopicCmd), 1, false, payload)
+acked:
 	for {
 		select {
 		case <-ctx.Done():
-			return command.Reply{}, fmt.Errorf("no reply to command %s: %w", id, ctx.Err())
+			return command.Reply{}, fmt.Errorf("no reply to command %s: the broker did not even acknowledge it: %w", id, ctx.Err())
 		case <-check.C:
-			// A broker that refuses a publish by its ACL may close the
-			// connection (MQTT 3.1.1 has no other way to say so).
-			if conn.Losses() > losses {
-				return command.Reply{}, fmt.Errorf("%w: the broker closed the connection on the command to %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, topics.Topic(TopicCmd))
+			if err := closed(); err != nil {
+				return command.Reply{}, err
+			}
+		case <-tok.Done():
+			if err := tok.Error(); err != nil {
+				return command.Reply{}, fmt.Errorf("send command: %w", err)
+			}
+			break acked
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			// MQTT 3.1.1 brokers (Mosquitto) drop a publish their ACL
+			// refuses without a word: say so.
+			return command.Reply{}, fmt.Errorf("no reply to command %s (the table is down, or the broker's ACL does not let this login command %s or read its replies: check the table id): %w", id, topics.Topic(TopicCmd), ctx.Err())
+		case <-check.C:
+			if err := closed(); err != nil {
+				return command.Reply{}, err
 			}
 		case m := <-conn.Messages():
 			if m.Topic != replies {
