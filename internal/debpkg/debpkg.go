@@ -86,6 +86,8 @@ func Contents(root, bin string) []File {
 		// The config folder: root writes it, the service reads it.
 		{Dst: "/etc/tablectl", Dir: true, Mode: 0o750, Group: User},
 		{Dst: "/etc/tablectl/keys", Dir: true, Mode: 0o750, Group: User},
+		// The HTTP listener's certificate and key (http.cert_file).
+		{Dst: "/etc/tablectl/tls", Dir: true, Mode: 0o750, Group: User},
 		// The trail's folder: the service's alone.
 		{Dst: "/var/lib/tablectl", Dir: true, Mode: 0o750, Owner: User, Group: User},
 		{Src: d("deploy/supervisors.json"), Dst: "/usr/share/doc/tablectl/examples/supervisors.json", Mode: 0o644},

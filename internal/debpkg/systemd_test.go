@@ -101,6 +101,8 @@ func TestPackagedInstallSystemd(t *testing.T) {
 		"root:tablectl 640 /etc/tablectl/keys/checkpoint.key\nroot:tablectl 640 /etc/tablectl/mqtt.password\nroot:tablectl 640 /etc/tablectl/supervisors.json\nmosquitto:mosquitto 600 /etc/mosquitto/tablectl.passwd\nroot:root 600 /root/tablectl-handoff/alice.martin.key\n" {
 		t.Errorf("init's owners and modes:\n%s", out)
 	}
+	// The same certificate for the web display's HTTPS (http.cert_file).
+	sh(`install -m 0640 -g tablectl /root/certs/table.crt /root/certs/table.key /etc/tablectl/tls/`)
 	sh(`install -d -m 0755 /etc/mosquitto/certs && install -m 0644 /root/certs/ca.crt /root/certs/table.crt /etc/mosquitto/certs/ &&
 		install -m 0600 -o mosquitto /root/certs/table.key /etc/mosquitto/certs/ &&
 		install -m 0644 /usr/share/tablectl/mosquitto/mosquitto.conf /etc/mosquitto/conf.d/tablectl.conf && systemctl restart mosquitto`)
@@ -122,7 +124,7 @@ func TestPackagedInstallSystemd(t *testing.T) {
 	sh("systemctl start tablectl")
 	c.waitFor("the service", "systemctl is-active tablectl")
 	sh(sim + "--unit=shoe-sim " + simArgs + "--seed 15 --coups 4")
-	pit := "mosquitto_sub -h 127.0.0.1 -u pit-BAC-07 -P \"$(cat /root/tablectl-handoff/pit-BAC-07.password)\" "
+	pit := "mosquitto_sub -h 127.0.0.1 -u pit-BAC-07 -P \"$(cat /etc/tablectl/pit-BAC-07.password)\" "
 	// coupOnMQTT waits for the retained public/shoe to be at coup 4 or
 	// later (the next coup opens once a result has shown).
 	coupOnMQTT := func() {

@@ -122,9 +122,18 @@ func Map(r slog.Record, component string) slog.Record {
 		return true
 	})
 	if strings.TrimSpace(msg) == "" {
+		// mochi-mqtt's listeners log a client connection's read error
+		// with no message at WARN: one client's problem, at INFO, and a
+		// connection closed at shutdown, at DEBUG.
 		msg = component
 		if len(attrs) > 0 {
 			msg += ": " + attrs[0].Key + " " + attrs[0].Value.String()
+		}
+		if level > slog.LevelInfo {
+			level = slog.LevelInfo
+		}
+		if strings.Contains(msg, "use of closed network connection") {
+			level = slog.LevelDebug
 		}
 	}
 	out := slog.NewRecord(r.Time, level, msg, r.PC)

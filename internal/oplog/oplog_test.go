@@ -69,15 +69,16 @@ func TestLibrary(t *testing.T) {
 	pk := packet{Payload: []byte("a long payload that would be dumped as decimal bytes"), Topic: "t"}
 	l.Warn("error processing packet", "error", errors.New("protocol violation"), "client", "c1", "pk", pk)
 	l.Info("attached listener", "id", "t1")
-	l.Error("", "error", errors.New("store not open"))
+	l.Warn("", "error", errors.New("read tcp 127.0.0.1:1884->127.0.0.1:5000: connection reset by peer"))
+	l.Warn("", "error", errors.New("read tcp 127.0.0.1:1884->127.0.0.1:5001: use of closed network connection"))
 	l.Info("client failed authentication check", "username", "x", "raw", []byte{1, 2, 3})
 	out := b.String()
-	for _, bad := range []string{"error processing packet", "attached listener", "Payload", "[97 32", `msg=""`} {
+	for _, bad := range []string{"error processing packet", "attached listener", "Payload", "[97 32", `msg=""`, "use of closed"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("output has %q:\n%s", bad, out)
 		}
 	}
-	for _, want := range []string{`level=ERROR msg="mqtt-broker: error store not open" component=mqtt-broker`, "client failed authentication check", "raw_bytes=3"} {
+	for _, want := range []string{`level=INFO msg="mqtt-broker: error read tcp 127.0.0.1:1884->127.0.0.1:5000: connection reset by peer" component=mqtt-broker`, "client failed authentication check", "raw_bytes=3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

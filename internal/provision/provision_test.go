@@ -56,7 +56,10 @@ func TestRun(t *testing.T) {
 		etc + "/mqtt.password":                    0o640,
 		etc + "/supervisors.json":                 0o640,
 		o.Handoff + "/alice.martin.key":           0o600,
-		o.Handoff + "/display-1.password":         0o600,
+		etc + "/display-1.password":               0o640,
+		etc + "/pit-BAC-07.password":              0o640,
+		etc + "/pit.password":                     0o640,
+		o.Handoff + "/replay-BAC-07.password":     0o600,
 		o.Handoff + "/supervisor-BAC-07.password": 0o600,
 		o.Mosquitto + "/tablectl.passwd":          0o600,
 		o.Mosquitto + "/tablectl/acl":             0o644,
@@ -125,9 +128,10 @@ func TestMosquittoPasswords(t *testing.T) {
 	}
 	for login, file := range map[string]string{
 		"tablectl":          filepath.Join(dir, "etc/mqtt.password"),
-		"display-1":         o.Handoff + "/display-1.password",
+		"display-1":         filepath.Join(dir, "etc/display-1.password"),
 		"supervisor-BAC-07": o.Handoff + "/supervisor-BAC-07.password",
-		"pit-BAC-07":        o.Handoff + "/pit-BAC-07.password",
+		"pit-BAC-07":        filepath.Join(dir, "etc/pit-BAC-07.password"),
+		"replay-BAC-07":     o.Handoff + "/replay-BAC-07.password",
 	} {
 		if err := mqtttest.Connect(t, m.URL, login, read(file)); err != nil {
 			t.Errorf("%s: %v", login, err)
