@@ -177,6 +177,11 @@ func Run(o Options) (Report, error) {
 		p.made(pub, "supervisor "+o.Supervisor+"'s public key")
 	}
 
+	if h := c.HTTP; h.CertFile != "" {
+		if _, err := os.Stat(h.CertFile); err != nil {
+			p.r.Next = append(p.r.Next, fmt.Sprintf("put the table's TLS certificate and key at %s and %s (root, group %s, mode 0640) for the web display's HTTPS", h.CertFile, h.KeyFile, or(o.Group, "the service's")))
+		}
+	}
 	if o.Mosquitto != "" && c.MQTT != nil && c.MQTT.Broker != "" {
 		if err := p.mosquitto(c.TableID, pw); err != nil {
 			return p.r, err
@@ -444,3 +449,10 @@ func (r Report) Print(w io.Writer) {
 
 // JSON is the report as JSON, for scripts.
 func (r Report) JSON() ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
+
+func or(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
