@@ -15,10 +15,16 @@ func init() {
 	register(command{name: "version", short: "print the build: version, VCS revision, Go, platform", run: runVersion})
 }
 
-// logOptions are the global --log-level and --log-format.
+// logOptions are the global --log-level and --log-format; set says
+// whether either was given (the demo keeps to warnings otherwise).
 type logOptions struct {
 	level, format string
+	set           bool
 }
+
+// logFlagsSet is whether the command line gave --log-level or
+// --log-format; run sets it.
+var logFlagsSet bool
 
 func (o logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	return oplog.New(w, o.level, o.format)
@@ -55,6 +61,7 @@ func globalFlags(args []string, stdout, stderr io.Writer) (rest []string, o logO
 		fmt.Fprintf(stderr, "tablectl: %v\n", err)
 		return nil, o, 2, true
 	}
+	fs.Visit(func(f *flag.Flag) { o.set = o.set || f.Name == "log-level" || f.Name == "log-format" })
 	return fs.Args(), o, 0, false
 }
 

@@ -66,6 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	slog.SetDefault(logger)
+	logFlagsSet = lo.set
 	if len(args) == 0 {
 		usage(stderr)
 		return 2

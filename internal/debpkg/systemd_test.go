@@ -141,6 +141,12 @@ func TestPackagedInstallSystemd(t *testing.T) {
 	if u := mainUser(); u != "tablectl" {
 		t.Errorf("the service runs as %q", u)
 	}
+	// The hardening as the installed, running unit has it (docs/operations.md).
+	sec := sh("systemd-analyze security tablectl --no-pager | tail -1")
+	t.Logf("systemd-analyze security tablectl: %s", strings.TrimSpace(sec))
+	if !strings.Contains(sec, "Overall exposure level for tablectl.service: 1.") {
+		t.Errorf("exposure: %s", sec)
+	}
 
 	// Restart the service, then the box.
 	sh("systemctl stop shoe-sim; systemctl restart tablectl")
