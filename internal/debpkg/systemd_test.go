@@ -43,9 +43,18 @@ func TestPackagedInstallSystemd(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	treeOut, err := exec.CommandContext(ctx, filepath.Join(r, ".ci/debian-tree")).Output()
+	// Built when missing (debootstrap from deb.debian.org, about 1.5 min),
+	// else the cached one.
+	var treeLog bytes.Buffer
+	treeCmd := exec.CommandContext(ctx, filepath.Join(r, ".ci/debian-tree"))
+	treeCmd.Stderr = &treeLog
+	treeOut, err := treeCmd.Output()
 	if err != nil {
-		t.Fatalf(".ci/debian-tree: %v", err)
+		log := treeLog.String()
+		if len(log) > 4000 {
+			log = log[len(log)-4000:]
+		}
+		t.Fatalf(".ci/debian-tree could not make the Debian 12 tree: %v\n%s", err, log)
 	}
 	tree := strings.TrimSpace(string(treeOut))
 	deb, err := Build(ctx, Options{Root: r, Arch: runtime.GOARCH, Version: "0.0.1", Out: t.TempDir(), Log: t.Logf})
