@@ -27,10 +27,13 @@ func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte,
 	}
 	losses := conn.Losses()
 	// A broker that refuses a publish by its ACL may close the connection
-	// (MQTT 3.1.1 has no other way to say so; the embedded broker does).
+	// instead of acknowledging it (MQTT 3.1.1 has no other way to say so;
+	// the embedded broker does). Only a loss before the acknowledgement
+	// counts: after it the broker took the command, and the reply can
+	// still come once paho reconnects.
 	closed := func() error {
 		if conn.Losses() > losses {
-			return fmt.Errorf("%w: the broker closed the connection on the command to %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, topics.Topic(TopicCmd))
+			return fmt.Errorf("%w: the broker closed the connection instead of taking the command to %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, topics.Topic(TopicCmd))
 		}
 		return nil
 	}
@@ -59,10 +62,6 @@ acked:
 			// MQTT 3.1.1 brokers (Mosquitto) drop a publish their ACL
 			// refuses without a word: say so.
 			return command.Reply{}, fmt.Errorf("no reply to command %s (the table is down, or the broker's ACL does not let this login command %s or read its replies: check the table id): %w", id, topics.Topic(TopicCmd), ctx.Err())
-		case <-check.C:
-			if err := closed(); err != nil {
-				return command.Reply{}, err
-			}
 		case m := <-conn.Messages():
 			if m.Topic != replies {
 				continue
