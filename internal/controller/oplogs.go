@@ -9,8 +9,10 @@ import (
 
 // logEvents logs what an operator acts on from one commit (every row is
 // at DEBUG): an alert at WARN with its kind, shoe, coup, message and what
-// clears it; its resolution, a command carried out and a command refused
-// (with the supervisor and the action) at INFO, a refusal at WARN.
+// clears it; its resolution, and a command the table carried out or
+// refused (with the supervisor, the action and why), at INFO. (A command
+// that fails verification, forged or stale, never reaches the table: the
+// command handler logs it at WARN.)
 func logEvents(log *slog.Logger, cm audit.Commit) {
 	by := ""
 	if cm.Input.Command != nil {
@@ -30,7 +32,7 @@ func logEvents(log *slog.Logger, cm audit.Commit) {
 		case coup.EvCommandDone:
 			log.Info("command accepted", "action", ev.Action, "supervisor", or(ev.By, by), "command", ev.Command, "shoe", ev.Shoe, "coup", ev.Coup, "reason", ev.Reason)
 		case coup.EvCommandRefused:
-			log.Warn("command refused", "action", ev.Action, "supervisor", or(ev.By, by), "command", ev.Command, "why", ev.Reason, "shoe", ev.Shoe, "coup", ev.Coup)
+			log.Info("command refused", "action", ev.Action, "supervisor", or(ev.By, by), "command", ev.Command, "why", ev.Reason, "shoe", ev.Shoe, "coup", ev.Coup)
 		}
 	}
 }
