@@ -40,6 +40,9 @@ type RecorderOptions struct {
 	// ObserveCommit hears how long each commit took (apply, append and
 	// fsync) and how many rows it wrote, for the metrics. It must not block.
 	ObserveCommit func(d time.Duration, rows int)
+	// Version is the running build (internal/buildinfo), recorded in each
+	// start row so a row can be traced to the code that wrote it.
+	Version string
 }
 
 // Commit is what one committed input produced: its rows (the input first,
@@ -166,9 +169,13 @@ func (r *Recorder) rebuild(ctx context.Context) error {
 		}
 		events = append(events, Event{Kind: KindConfig, Body: r.opt.Config})
 	}
-	events = append(events, Event{Kind: KindStart, Shoe: int64(r.table.ShoeNumber()), Body: map[string]any{
+	start := map[string]any{
 		"table": r.store.Table(), "rows_replayed": rp.Rows(), "phase": r.table.Phase(), "suspended": r.table.Suspended(),
-	}})
+	}
+	if r.opt.Version != "" {
+		start["version"] = r.opt.Version
+	}
+	events = append(events, Event{Kind: KindStart, Shoe: int64(r.table.ShoeNumber()), Body: start})
 	if _, err := r.store.AppendBatch(ctx, events); err != nil {
 		return fmt.Errorf("record the start: %w", err)
 	}

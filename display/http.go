@@ -31,6 +31,8 @@ type Endpoints struct {
 	// SelfCheck says the last program self-check's result for /health
 	// ("ok", "unsigned", "failed", "pending"); nil leaves it out.
 	SelfCheck func() string
+	// Version is the running build (internal/buildinfo), for /health.
+	Version string
 }
 
 // Health is the /health answer. Status is "ok", "degraded" (the table's
@@ -46,6 +48,7 @@ type Health struct {
 	// SelfCheck is the last self-check's result: "ok", "unsigned" (a
 	// development build), "failed", or "pending" before the first.
 	SelfCheck string `json:"self_check,omitempty"`
+	Version   string `json:"version,omitempty"`
 }
 
 // Health statuses.
@@ -101,7 +104,7 @@ func NewHandler(src Source, e Endpoints) http.Handler {
 
 // HealthOf is the controller's health now.
 func HealthOf(src Source, e Endpoints) Health {
-	h := Health{Status: HealthOK, Audit: "ok", ShoeLink: "unknown", Broker: "off"}
+	h := Health{Status: HealthOK, Audit: "ok", ShoeLink: "unknown", Broker: "off", Version: e.Version}
 	if e.ShoeLink != nil {
 		h.ShoeLink = e.ShoeLink()
 	}

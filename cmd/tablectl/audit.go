@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,9 @@ func init() {
 		short: "verify, export and checkpoint the audit trail; make a checkpoint key",
 		run:   runAudit,
 	})
+	for _, c := range auditCommands {
+		subShorts["audit "+c.name] = c.short
+	}
 }
 
 // auditCommands are audit's subcommands.
@@ -39,17 +43,27 @@ var auditCommands = []struct {
 }
 
 func runAudit(args []string, stdout io.Writer) error {
+	w := errOut
 	if len(args) > 0 {
 		for _, c := range auditCommands {
 			if c.name == args[0] {
 				return c.run(args[1:], stdout)
 			}
 		}
-		fmt.Fprintf(os.Stderr, "tablectl audit: unknown subcommand %q\n\n", args[0])
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			w = helpOut
+		default:
+			fmt.Fprintf(w, "tablectl audit: unknown subcommand %q\n\n", args[0])
+		}
 	}
-	fmt.Fprintln(os.Stderr, "usage: tablectl audit <subcommand> [flags]\n\nsubcommands:")
+	fmt.Fprintf(w, "usage: tablectl audit <subcommand> [flags]\n\n%s\n\nsubcommands:\n", commands["audit"].short)
 	for _, c := range auditCommands {
-		fmt.Fprintf(os.Stderr, "  %-11s %s\n", c.name, c.short)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.short)
+	}
+	fmt.Fprintln(w, "\n'tablectl audit <subcommand> -h' prints a subcommand's flags")
+	if w == helpOut {
+		return flag.ErrHelp
 	}
 	return errUsage
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -30,9 +31,12 @@ the HTTP endpoints. It prints where to look. Ctrl-C stops it.
 
 flags:
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	o := controller.DemoOptions{LogTo: os.Stderr}
+	if logFlagsSet {
+		o.Logger = slog.Default()
+	}
 	fs.StringVar(&o.Dir, "dir", "demo", "the `folder` for the trail, the keys and the shoe's link")
 	fs.StringVar(&o.Table, "table", "DEMO", "the table `ID`")
 	fs.StringVar(&o.Profile, "profile", coup.ProfileVIP, "the rule profile: classic, no-commission or vip")

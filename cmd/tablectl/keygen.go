@@ -23,7 +23,7 @@ entry's "actions" to narrow what the key may sign.
 
 flags:
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	name := fs.String("name", "", "the supervisor's `NAME` as commands carry it (A-Z a-z 0-9 . _ @ -)")
 	out := fs.String("out", ".", "the `DIR` to write the key files to")

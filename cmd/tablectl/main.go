@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 )
 
 // command is one subcommand. run gets the arguments after its name and
@@ -41,17 +42,42 @@ func register(c command) {
 var errUsage = errors.New("usage")
 
 func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// helpOut is where a usage asked for (-h, help CMD) goes: the caller's
+// stdout, so it can be paged or grepped; usage after a mistake goes to
+// stderr. run sets it; commands run one at a time.
+var helpOut io.Writer = os.Stdout
+
+// errOut is where usage after a mistake goes (run's stderr).
+var errOut io.Writer = os.Stderr
+
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	helpOut, errOut = stdout, stderr
+	// Global flags go before the command: --log-level, --log-format, --version.
+	args, lo, code, done := globalFlags(args, stdout, stderr)
+	if done {
+		return code
+	}
+	logger, err := lo.logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tablectl: %v\n", err)
+		return 2
+	}
+	slog.SetDefault(logger)
+	logFlagsSet = lo.set
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
+		return 2
+	}
+	if args[0] == "help" {
+		if len(args) == 1 {
+			usage(stdout)
+			return 0
 		}
-		return 0
+		// help CMD [SUB]: the command's own usage, as CMD [SUB] -h prints it.
+		args = append(append([]string{}, args[1:]...), "-h")
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -60,7 +86,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := c.run(args[1:], stdout); err != nil {
-		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if errors.Is(err, errUsage) {
 			return 2
 		}
 		fmt.Fprintf(stderr, "tablectl %s: %v\n", c.name, err)
@@ -70,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: tablectl <command> [flags]\n\ncommands:")
+	fmt.Fprintln(w, "usage: tablectl [--log-level LEVEL] [--log-format text|json] <command> [flags]\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -79,26 +108,115 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].short)
 	}
-	fmt.Fprintln(w, "\nrun 'tablectl <command> -h' for a command's flags")
+	fmt.Fprintln(w, "\nglobal flags:")
+	printFlags(w, globalFlagSet(&logOptions{}, new(bool)))
+	fmt.Fprintln(w, "\n'tablectl help <command>' or 'tablectl <command> -h' prints a command's usage; 'tablectl --version' the build")
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
+// newFlagSet returns a flag set that reports errors instead of exiting,
+// with the one usage format every command shares: what the command does,
+// then its flags. A command with more to say sets its own Usage in the
+// same format (usageHead, then printFlags).
 func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("tablectl "+name, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		usageHead(fs.Output(), name, "[flags]", shortOf(name))
+		printFlags(fs.Output(), fs)
+	}
 	return fs
 }
 
-// parseFlags parses args, mapping flag errors to errUsage and refusing
-// stray positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return flag.ErrHelp
+// shortOf is a command's (or an audit subcommand's) one-line description.
+func shortOf(name string) string {
+	if c, ok := commands[name]; ok {
+		return c.short
+	}
+	return subShorts[name]
+}
+
+// subShorts are the descriptions of subcommands ("audit verify"), filled
+// by their commands' init.
+var subShorts = map[string]string{}
+
+// usageHead writes the first lines of a command's usage.
+func usageHead(w io.Writer, name, synopsis, about string) {
+	fmt.Fprintf(w, "usage: tablectl %s %s\n\n", name, synopsis)
+	if about != "" {
+		fmt.Fprintf(w, "%s\n\n", strings.TrimSpace(about))
+	}
+	fmt.Fprintln(w, "flags:")
+}
+
+// printFlags lists a flag set's flags as flag.PrintDefaults does, except
+// that a flag whose usage text already says its default gets no second
+// "(default ...)" and no flag shows a meaningless one ("-1ns").
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		name, text := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
 		}
-		return errUsage
+		line += "\n    \t" + strings.ReplaceAll(text, "\n", "\n    \t")
+		if !strings.Contains(text, "(default") && !zeroDefault(f) {
+			if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+				line += fmt.Sprintf(" (default %q)", f.DefValue)
+			} else {
+				line += fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+		}
+		fmt.Fprintln(w, line)
+	})
+	if n == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+}
+
+// zeroDefault reports whether a flag's default says nothing: empty, false,
+// zero, or negative (a "not set" marker the usage text explains).
+func zeroDefault(f *flag.Flag) bool {
+	switch d := f.DefValue; {
+	case d == "", d == "false", d == "0", d == "0s", d == "[]":
+		return true
+	case strings.HasPrefix(d, "-"):
+		return true
+	}
+	return false
+}
+
+// parseFlags parses args, mapping flag errors to errUsage and refusing
+// stray positional arguments. -h prints the usage to helpOut (stdout) and
+// returns flag.ErrHelp, which exits 0; a mistake prints it to stderr.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
+		return errUsage
+	}
+	return nil
+}
+
+// parseFlagsArgs is parseFlags for a command that takes arguments after
+// its flags.
+func parseFlagsArgs(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(helpOut)
+			fs.Usage()
+			fs.SetOutput(out)
+			return flag.ErrHelp
+		}
+		fmt.Fprintln(out, err)
+		fs.Usage()
 		return errUsage
 	}
 	return nil

@@ -54,7 +54,7 @@ heartbeats carry the number of the last sentence sent, not a new one.
 
 flags:
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	protocol := fs.String("protocol", shoesim.ProtocolV1, "shoe protocol: v1 or beetek")
 	decks := fs.Int("decks", shoesim.DefaultDecks, "decks in the shoe: 6 or 8")

@@ -51,7 +51,7 @@ non-zero when the command is refused or no reply comes in time.
 
 flags:
 `, action, action)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	broker := fs.String("broker", "tcp://"+controller.DefaultMQTTListen, "MQTT broker `URL`")
 	table := fs.String("table", "", "the table `ID` the command is for")

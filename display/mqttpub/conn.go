@@ -119,6 +119,25 @@ type Conn struct {
 	up      bool
 	changed chan struct{}
 	closed  bool
+	// refused are the topics the broker refused to subscribe on the last
+	// connect (its ACL), losses how many times the connection was lost.
+	refused []string
+	losses  int
+}
+
+// Refused lists the topics the broker refused to subscribe on the last
+// connect: its ACL does not let this login read them.
+func (c *Conn) Refused() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.refused...)
+}
+
+// Losses is how many times the connection has been lost.
+func (c *Conn) Losses() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.losses
 }
 
 // Dial starts connecting to the broker and returns at once: the connection
@@ -196,6 +215,12 @@ func Dial(opt ConnOptions) (*Conn, error) {
 // again (the session is clean) and only then reports the connection up, so
 // a caller that waits for it can rely on the subscriptions.
 func (c *Conn) onConnect(pc paho.Client) {
+	var refused []string
+	defer func() {
+		c.mu.Lock()
+		c.refused = refused
+		c.mu.Unlock()
+	}()
 	for _, topic := range c.opt.Subscribe {
 		tok := pc.Subscribe(topic, 1, c.receive)
 		switch {
@@ -207,6 +232,7 @@ func (c *Conn) onConnect(pc paho.Client) {
 			// Publishing goes on; only this topic is deaf. A broker ACL
 			// that refuses it is a configuration error to fix.
 			c.log.Error("mqtt: the broker refused the subscription (check its ACL)", "topic", topic)
+			refused = append(refused, topic)
 		}
 	}
 	c.log.Info("mqtt: connected", "broker", c.opt.Broker, "client_id", c.opt.ClientID)
@@ -215,6 +241,9 @@ func (c *Conn) onConnect(pc paho.Client) {
 
 func (c *Conn) onLost(_ paho.Client, err error) {
 	c.log.Warn("mqtt: connection lost; reconnecting", "broker", c.opt.Broker, "err", err)
+	c.mu.Lock()
+	c.losses++
+	c.mu.Unlock()
 	c.set(false)
 }
 

@@ -141,6 +141,10 @@ type AuditSection struct {
 // HTTPSection is the controller's read-only HTTP endpoints.
 type HTTPSection struct {
 	Listen string `json:"listen"` // e.g. 127.0.0.1:8080; empty serves none
+	// CertFile and KeyFile (PEM) serve the listener over TLS (HTTPS): for
+	// screens on other machines without a proxy in front.
+	CertFile string `json:"cert_file,omitempty"`
+	KeyFile  string `json:"key_file,omitempty"`
 	// The web display, served at / with MQTT on. BrowserWS is the broker's
 	// MQTT-over-WebSocket URL as a browser reaches it (default: the embedded
 	// broker's; with an external broker, set it or the page is not served).
@@ -169,6 +173,10 @@ func LoadConfig(path string) (Config, coup.TableConfig, error) {
 	}
 	c, tc, err := ParseConfig(data, filepath.Dir(path))
 	if err != nil {
+		// Say where: line, column and key (tablectl config check says all).
+		if fs := Locate(data); len(fs) > 0 {
+			err = &ConfigError{Findings: fs}
+		}
 		return Config{}, coup.TableConfig{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if c.file, err = filepath.Abs(path); err != nil {
@@ -278,6 +286,10 @@ func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	c.HTTP.DisplayPasswordFile = under(dir, c.HTTP.DisplayPasswordFile)
 	c.HTTP.PitBrokerPasswordFile = under(dir, c.HTTP.PitBrokerPasswordFile)
 	c.HTTP.PitPasswordFile = under(dir, c.HTTP.PitPasswordFile)
+	c.HTTP.CertFile, c.HTTP.KeyFile = under(dir, c.HTTP.CertFile), under(dir, c.HTTP.KeyFile)
+	if (c.HTTP.CertFile == "") != (c.HTTP.KeyFile == "") {
+		errs = append(errs, errors.New("http.cert_file and http.key_file go together"))
+	}
 	if (c.HTTP.PitUser == "") != (c.HTTP.PitPasswordFile == "") {
 		errs = append(errs, errors.New("http.pit_user and http.pit_password_file go together"))
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/buildinfo"
 	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/metrics"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
@@ -113,7 +114,7 @@ func RunFile(ctx context.Context, path string, o MQTTOverride, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	log.Info("controller running", "shoe_port", c.Shoe.Port.Path, "driver", c.Shoe.Driver, "trail", c.Audit.Path, "http", c.HTTP.Listen,
+	log.Info("controller running", "version", buildinfo.Get().Short(), "shoe_port", c.Shoe.Port.Path, "driver", c.Shoe.Driver, "trail", c.Audit.Path, "http", c.HTTP.Listen,
 		"mqtt", ctl.BrokerURL(), "topics", ctl.TopicPrefix())
 	return ctl.Run(ctx)
 }
@@ -141,8 +142,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	var pub *mqttpub.Publisher
 	onCommit := func(cm audit.Commit) {
 		for _, r := range cm.Records {
-			log.Info("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
+			log.Debug("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
 		}
+		logEvents(log, cm)
 		m.Commit(cm)
 		if d := ctl.dealers.Load(); d != nil {
 			d.commit(cm)
@@ -167,6 +169,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	rec, err := audit.OpenRecorder(ctx, c.Audit.Path, audit.RecorderOptions{
 		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
+		Version: buildinfo.Get().Short(),
 	})
 	if err != nil {
 		closeKey()
@@ -217,11 +220,23 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		if err != nil {
 			return fail(fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err))
 		}
+		origins := webOrigins(ln.Addr())
+		if c.HTTP.CertFile != "" {
+			cert, err := loadHTTPCert(c.HTTP)
+			if err != nil {
+				ln.Close()
+				return fail(err)
+			}
+			ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+			for i, o := range origins {
+				origins[i] = "https://" + strings.TrimPrefix(o, "http://")
+			}
+		}
 		ctl.ln = ln
 		ctl.http = &http.Server{Handler: ctl.handler, ReadHeaderTimeout: 5 * time.Second}
 		if ctl.broker != nil {
 			// The web display's own pages may open the broker's WebSocket.
-			if err := ctl.broker.AllowOrigins(webOrigins(ln.Addr())...); err != nil {
+			if err := ctl.broker.AllowOrigins(origins...); err != nil {
 				return fail(err)
 			}
 		}
@@ -233,7 +248,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 // endpoints, /health and /metrics among them.
 func (ctl *Controller) watch() error {
 	src := metrics.Sources{Link: ctl.link, Sequence: ctl.sequenceStats, Table: ctl.rec}
-	ep := display.Endpoints{ShoeLink: ctl.shoeLinkState, Metrics: ctl.metrics.Handler(), SelfCheck: ctl.checker.state}
+	ep := display.Endpoints{ShoeLink: ctl.shoeLinkState, Metrics: ctl.metrics.Handler(), SelfCheck: ctl.checker.state, Version: buildinfo.Get().Short()}
 	if ctl.conn != nil {
 		src.Broker, src.Backlog = ctl.conn, ctl.pub
 		ep.Broker = ctl.brokerState

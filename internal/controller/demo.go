@@ -36,6 +36,9 @@ type DemoOptions struct {
 	Ready          func(DemoInfo) // called once everything runs
 	ResultTime     time.Duration  // tests: how long a result stands (0: half the betting time)
 	LogTo          io.Writer
+	// Logger, when set, is the demo's logger (tablectl --log-level and
+	// --log-format); nil logs warnings and errors as text to LogTo.
+	Logger *slog.Logger
 }
 
 // DemoInfo is where to look.
@@ -68,7 +71,11 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	if o.LogTo == nil {
 		o.LogTo = os.Stderr
 	}
-	log := slog.New(slog.NewTextHandler(o.LogTo, &slog.HandlerOptions{Level: slog.LevelWarn})).With("table", o.Table)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(o.LogTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	log = log.With("table", o.Table)
 	// Device paths must be absolute.
 	if o.Dir, err = filepath.Abs(o.Dir); err != nil {
 		return err

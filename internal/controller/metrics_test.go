@@ -22,6 +22,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
+	"github.com/tablectl/tablectl/internal/buildinfo"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -180,7 +181,7 @@ func TestE2EMetrics(t *testing.T) {
 			t.Error("a broker state without MQTT")
 		}
 		code, h := health(t, r.ctl)
-		if code != 200 || h != (display.Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "off", SelfCheck: "unsigned"}) {
+		if code != 200 || h != (display.Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "off", SelfCheck: "unsigned", Version: buildinfo.Get().Short()}) {
 			t.Errorf("health %d %+v", code, h)
 		}
 	})
@@ -270,7 +271,7 @@ func TestE2EMetrics(t *testing.T) {
 		sc.want(t, "tablectl_alerts_total", 1, "kind=shoe_offline")
 		sc.want(t, "tablectl_alerts_active", 1, "kind=shoe_offline")
 		code, h := health(t, r.ctl)
-		if code != 200 || h != (display.Health{Status: "degraded", Audit: "ok", ShoeLink: "disconnected", Broker: "off", SelfCheck: "unsigned"}) {
+		if code != 200 || h != (display.Health{Status: "degraded", Audit: "ok", ShoeLink: "disconnected", Broker: "off", SelfCheck: "unsigned", Version: buildinfo.Get().Short()}) {
 			t.Errorf("health while unplugged: %d %+v", code, h)
 		}
 		r.replug()
@@ -324,7 +325,7 @@ func TestDemoServesMetrics(t *testing.T) {
 	var h display.Health
 	err = json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 || h != (display.Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "connected", SelfCheck: "unsigned"}) {
+	if err != nil || resp.StatusCode != 200 || h != (display.Health{Status: "ok", Audit: "ok", ShoeLink: "connected", Broker: "connected", SelfCheck: "unsigned", Version: buildinfo.Get().Short()}) {
 		t.Errorf("demo health: %d %+v %v", resp.StatusCode, h, err)
 	}
 	d.stop(t)

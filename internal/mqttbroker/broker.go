@@ -35,6 +35,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/internal/oplog"
 )
 
 // Options configure the embedded broker.
@@ -124,8 +125,10 @@ func Start(opt Options) (*Broker, error) {
 	caps.MaximumPacketSize = opt.MaxPacket
 	srv := mqtt.New(&mqtt.Options{
 		Capabilities: caps,
-		// The broker's own chatter is debug detail for tablectl.
-		Logger:                 log.With("component", "mqtt-broker"),
+		// The broker's own chatter is debug detail for tablectl; a
+		// client's bad packet is the client's problem, and no packet is
+		// dumped into the log (internal/oplog).
+		Logger:                 oplog.Library(log, "mqtt-broker"),
 		SysTopicResendInterval: 60,
 	})
 	if err := srv.AddHook(&accessHook{opt: opt, log: log}, nil); err != nil {

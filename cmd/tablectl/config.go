@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/tablectl/tablectl/internal/controller"
+)
+
+func init() {
+	register(command{name: "config", short: "check a config file: every error with its line, column and key; exit 0 only if it would start", run: runConfig})
+	subShorts["config check"] = commands["config"].short
+}
+
+// errConfigBad is returned once check has printed why the config would not start.
+var errConfigBad = errors.New("the config would not start")
+
+func runConfig(args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "check" {
+		w := errOut
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			w = helpOut
+		}
+		fmt.Fprintf(w, "usage: tablectl config check [flags] FILE\n\n%s\n\nsubcommands:\n  check       %s\n\n'tablectl config check -h' prints its flags\n",
+			commands["config"].short, commands["config"].short)
+		if w == helpOut {
+			return flag.ErrHelp
+		}
+		return errUsage
+	}
+	fs := newFlagSet("config check")
+	fs.Usage = func() {
+		usageHead(fs.Output(), "config check", "[flags] FILE", `Reads the controller's config FILE as tablectl run would, and says every
+reason it would not start (JSON syntax, unknown keys, values of the wrong
+type or form, files it names that are missing or unreadable), each with
+its line, column and key path, and warnings: no checkpoint key (the trail
+would be unsigned), no keyring (every command refused), an HTTP listener
+off loopback without TLS. Exit 0 only when the controller would start.
+Run it as the service's user (sudo -u tablectl) to check what it can read.`)
+		printFlags(fs.Output(), fs)
+	}
+	asJSON := fs.Bool("json", false, "print the findings as JSON")
+	if err := parseFlagsArgs(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(fs.Output(), "one config FILE is needed")
+		fs.Usage()
+		return errUsage
+	}
+	path := fs.Arg(0)
+	findings, ok := controller.CheckConfig(path)
+	if *asJSON {
+		b, err := json.Marshal(struct {
+			File     string               `json:"file"`
+			OK       bool                 `json:"ok"`
+			Findings []controller.Finding `json:"findings"`
+		}{path, ok, findings})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		for _, f := range findings {
+			fmt.Fprintf(stdout, "%s:%s\n", path, prefixSpace(f.String()))
+		}
+		if ok {
+			fmt.Fprintf(stdout, "%s: ok, the controller would start\n", path)
+		}
+	}
+	if !ok {
+		return errConfigBad
+	}
+	return nil
+}
+
+func prefixSpace(s string) string {
+	if len(s) > 0 && s[0] >= '0' && s[0] <= '9' {
+		return s
+	}
+	return " " + s
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tablectl/tablectl/internal/provision"
+)
+
+func init() {
+	register(command{name: "init", short: "make a new box's keys and passwords (never overwrites) and say what to copy off it", run: runInit})
+}
+
+func runInit(args []string, stdout io.Writer) error {
+	fs := newFlagSet("init")
+	fs.Usage = func() {
+		usageHead(fs.Output(), "init", "--supervisor NAME [flags]", `Makes what the config file names and a new table box lacks: the checkpoint
+key pair, the controller's and the pages' MQTT passwords, the pit view's
+HTTP password, the supervisors' keyring with a first supervisor, and
+Mosquitto's password file and ACL for the table. Files the service reads
+are root's, mode 0640, group --group. It never overwrites a file: run it
+again and it makes only what is missing. What must leave the box (the
+supervisor's private key, the screens' and tools' broker passwords, the
+checkpoint public key) is listed with where it goes.`)
+		printFlags(fs.Output(), fs)
+	}
+	o := provision.Options{}
+	fs.StringVar(&o.Config, "config", "/etc/tablectl/tablectl.json", "the controller's config `FILE`: init makes the files it names")
+	fs.StringVar(&o.Supervisor, "supervisor", "", "the first supervisor's `NAME` (A-Z a-z 0-9 . _ @ -)")
+	fs.StringVar(&o.Handoff, "handoff", "/root/tablectl-handoff", "the `DIR` (mode 0700) for what must be copied off the box")
+	fs.StringVar(&o.Mosquitto, "mosquitto", "/etc/mosquitto", "Mosquitto's config `DIR` for tablectl.passwd and tablectl/acl; empty leaves Mosquitto alone")
+	fs.StringVar(&o.MosquittoACL, "mosquitto-acl", "/usr/share/tablectl/mosquitto/acl", "the ACL template `FILE` (deploy/mosquitto/acl)")
+	fs.StringVar(&o.Group, "group", "tablectl", "the service's `GROUP`, which reads the files it needs (as root)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if o.Supervisor == "" {
+		fmt.Fprintln(fs.Output(), "--supervisor is required")
+		return errUsage
+	}
+	if _, err := os.Stat(o.MosquittoACL); err != nil {
+		o.MosquittoACL = ""
+	}
+	r, err := provision.Run(o)
+	if *asJSON {
+		b, jerr := r.JSON()
+		if jerr != nil {
+			return jerr
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		r.Print(stdout)
+	}
+	return err
+}

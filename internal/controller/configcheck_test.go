@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestConfigKeysDocumented: docs/configuration.md has a row for every key
+// of the config struct, and no row for a key the struct lacks.
+func TestConfigKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_.]+)` \\|").FindAllStringSubmatch(string(doc), -1) {
+		documented = append(documented, m[1])
+	}
+	keys := ConfigKeys()
+	for _, k := range keys {
+		if !slices.Contains(documented, k) {
+			t.Errorf("docs/configuration.md lacks %s", k)
+		}
+	}
+	for _, k := range documented {
+		if !slices.Contains(keys, k) {
+			t.Errorf("docs/configuration.md documents %s, which the config does not have", k)
+		}
+	}
+	if len(keys) < 50 {
+		t.Errorf("only %d keys found", len(keys))
+	}
+}
+
+// TestCheckConfig: each bad config gives its findings with line, column
+// and key path; a good one with no checkpoint key starts, with a warning.
+func TestCheckConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("pw", "secret\n")
+	write("keyring.json", `{"keys":[]}`)
+	base := `{
+  "table_id": "T1",
+  "profile": "vip",
+  "shoe": {"port": {"path": "/dev/ttyUSB0"}},
+  "audit": {"path": "trail.db"%s},
+  "mqtt": {"broker": "tcp://127.0.0.1:1883", "password_file": "pw", "keyring": "keyring.json"}
+}
+`
+	for _, tt := range []struct {
+		name, doc string
+		ok        bool
+		want      []string
+	}{
+		{"unsigned", strings.Replace(base, "%s", "", 1), true,
+			[]string{"warning: audit.checkpoint_key: not set: the trail will not be signed"}},
+		{"syntax", "{\n  \"table_id\": \"T1\",\n  \"profile\": \"vip\"\n  \"audit\": {}\n}\n", false,
+			[]string{"4:3: error: JSON: invalid character '\"' after object key:value pair"}},
+		{"truncated", "{\n  \"table_id\": \"T1\",\n", false, []string{"3:1: error: JSON: the document ends early"}},
+		{"bad duration", "{\"table_id\": \"T1\", \"profile\": \"vip\",\n \"shoe\": {\"port\": {\"path\": \"/dev/x\",\n   \"silent_after\": \"3 s\"}}, \"audit\": {\"path\": \"t.db\"}}", false,
+			[]string{`3:4: error: shoe.port.silent_after: duration "3 s"`}},
+		{"wrong type", "{\"table_id\": \"T1\", \"profile\": \"vip\", \"mqtt\": {\"queue\": \"big\"}, \"audit\": {\"path\": \"t.db\"}}", false,
+			[]string{"1:47: error: mqtt.queue: a JSON string where an integer is wanted"}},
+		{"unknown key", "{\"table_id\": \"T1\",\n \"http\": {\"listen\": \"127.0.0.1:0\", \"tls\": true}}", false,
+			[]string{"2:36: error: http.tls: unknown key"}},
+		{"missing files", strings.Replace(base, "%s", `, "checkpoint_key": "nokey.pem"`, 1), false,
+			[]string{"5:33: error: audit.checkpoint_key: "}},
+		{"semantic", strings.Replace(strings.Replace(base, "%s", "", 1), `"vip"`, `"baccarat"`, 1), false,
+			[]string{"3:3: error: profile: "}},
+		{"open http", strings.Replace(strings.Replace(base, "%s", "", 1), `"table_id": "T1",`, `"table_id": "T1", "http": {"listen": "0.0.0.0:8080"},`, 1), true,
+			[]string{"warning: http.listen: 0.0.0.0:8080 is reachable off this box without TLS"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, ok := CheckConfig(write(tt.name+".json", tt.doc))
+			var lines []string
+			for _, f := range fs {
+				lines = append(lines, f.String())
+			}
+			all := strings.Join(lines, "\n")
+			if ok != tt.ok {
+				t.Errorf("ok %v, want %v:\n%s", ok, tt.ok, all)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("findings lack %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadConfigSays: tablectl run's error names the line, column and key.
+func TestLoadConfigSays(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.json")
+	os.WriteFile(p, []byte("{\"table_id\": \"T1\", \"profile\": \"vip\",\n \"table\": {\"result_time\": \"soon\"}, \"audit\": {\"path\": \"t.db\"}}"), 0o600)
+	_, _, err := LoadConfig(p)
+	if err == nil || !strings.Contains(err.Error(), `2:12: error: table.result_time: duration "soon"`) {
+		t.Fatalf("%v", err)
+	}
+}
+
+func FuzzLocate(f *testing.F) {
+	for _, s := range []string{`{}`, `{"shoe":{"port":{"baud":"x"}}}`, `{"a":`, `[1]`, `{"mqtt":null}`, `{"profile":{"x":1}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, fd := range Locate(data) {
+			if fd.Line < 0 || fd.Col < 0 || fd.Message == "" {
+				t.Fatalf("finding %+v", fd)
+			}
+		}
+		keyOffsets(data)
+	})
+}

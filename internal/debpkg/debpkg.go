@@ -1,0 +1,290 @@
+// Package debpkg builds tablectl's Debian package (nfpm as a library): the
+// binary, built for the box's architecture with its version stamped in,
+// the systemd unit, the udev rule, the example config, the Mosquitto
+// files and the docs, with maintainer scripts that make the `tablectl`
+// system user (in dialout) and give /etc/tablectl and /var/lib/tablectl
+// their owners and modes. cmd/tablectl-pkg is its command line.
+//
+// What goes in is one list, Contents (with Options.Extra for files
+// another part of the build supplies, such as a signed manifest), so a
+// test can check the package against it.
+package debpkg
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/goreleaser/nfpm/v2"
+	"github.com/goreleaser/nfpm/v2/deb"
+	"github.com/goreleaser/nfpm/v2/files"
+)
+
+// Name is the package's name; User the system user it makes.
+const (
+	Name = "tablectl"
+	User = "tablectl"
+)
+
+// Arches are the architectures built, as Debian names them, with the C
+// cross-compiler cgo needs for each when it is not the build machine's.
+var Arches = map[string]string{
+	"amd64": "x86_64-linux-gnu-gcc",
+	"arm64": "aarch64-linux-gnu-gcc",
+}
+
+// Options say what to build.
+type Options struct {
+	// Root is the source tree (the module's root).
+	Root string
+	// Arch is amd64 or arm64.
+	Arch string
+	// Version is the package's and the binary's version (Debian syntax,
+	// starting with a digit).
+	Version string
+	// Out is the folder the .deb is written to.
+	Out string
+	// Extra are more files to carry (source on this machine, destination
+	// in the package), e.g. the signed manifest at ManifestPath.
+	Extra []File
+	// Log hears the build's steps; nil is silent.
+	Log func(format string, args ...any)
+}
+
+// ManifestPath is where the package carries tablectl's signed manifest
+// when the build is given one (an Extra file).
+const ManifestPath = "/usr/lib/tablectl/manifest.json"
+
+// File is one file in the package.
+type File struct {
+	Src, Dst string
+	Mode     os.FileMode
+	// Owner and Group default to root.
+	Owner, Group string
+	// Config marks a conffile dpkg keeps the admin's edits of.
+	Config bool
+	// Dir marks a directory (Src empty).
+	Dir bool
+}
+
+// Contents is everything the package installs, from the source tree at
+// root, the binary at bin: the one list.
+func Contents(root, bin string) []File {
+	d := func(p string) string { return filepath.Join(root, p) }
+	fs := []File{
+		{Src: bin, Dst: "/usr/bin/tablectl", Mode: 0o755},
+		{Src: d("deploy/tablectl.service"), Dst: "/lib/systemd/system/tablectl.service", Mode: 0o644},
+		{Src: d("deploy/99-tablectl-shoe.rules"), Dst: "/lib/udev/rules.d/99-tablectl-shoe.rules", Mode: 0o644},
+		{Src: d("deploy/tablectl.json"), Dst: "/etc/tablectl/tablectl.json", Mode: 0o640, Group: User, Config: true},
+		// The config folder: root writes it, the service reads it.
+		{Dst: "/etc/tablectl", Dir: true, Mode: 0o750, Group: User},
+		{Dst: "/etc/tablectl/keys", Dir: true, Mode: 0o750, Group: User},
+		// The HTTP listener's certificate and key (http.cert_file).
+		{Dst: "/etc/tablectl/tls", Dir: true, Mode: 0o750, Group: User},
+		// The trail's folder: the service's alone.
+		{Dst: "/var/lib/tablectl", Dir: true, Mode: 0o750, Owner: User, Group: User},
+		{Src: d("deploy/supervisors.json"), Dst: "/usr/share/doc/tablectl/examples/supervisors.json", Mode: 0o644},
+		{Src: d("deploy/tablectl.json"), Dst: "/usr/share/doc/tablectl/examples/tablectl.json", Mode: 0o644},
+		{Src: d("README.md"), Dst: "/usr/share/doc/tablectl/README.md", Mode: 0o644},
+	}
+	for _, m := range []string{"README.md", "mosquitto.conf", "acl", "bridge.conf"} {
+		fs = append(fs, File{Src: d("deploy/mosquitto/" + m), Dst: "/usr/share/tablectl/mosquitto/" + m, Mode: 0o644})
+	}
+	docs, _ := filepath.Glob(d("docs/*.md"))
+	for _, p := range docs {
+		fs = append(fs, File{Src: p, Dst: "/usr/share/doc/tablectl/docs/" + filepath.Base(p), Mode: 0o644})
+	}
+	return fs
+}
+
+// Scripts are the maintainer scripts, in deploy/package/.
+var Scripts = map[string]string{
+	"preinst":  "deploy/package/preinst",
+	"postinst": "deploy/package/postinst",
+	"prerm":    "deploy/package/prerm",
+	"postrm":   "deploy/package/postrm",
+}
+
+// Build compiles the binary for o.Arch and writes the .deb to o.Out,
+// returning its path.
+func Build(ctx context.Context, o Options) (string, error) {
+	if _, ok := Arches[o.Arch]; !ok {
+		return "", fmt.Errorf("arch %q: want amd64 or arm64", o.Arch)
+	}
+	if o.Version == "" || o.Version[0] < '0' || o.Version[0] > '9' {
+		return "", fmt.Errorf("version %q: a Debian version starts with a digit", o.Version)
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+	work, err := os.MkdirTemp("", "tablectl-pkg-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	bin := filepath.Join(work, "tablectl")
+	if err := BuildBinary(ctx, o.Root, o.Arch, o.Version, bin); err != nil {
+		return "", err
+	}
+	o.Log("built %s for linux/%s, version %s", bin, o.Arch, o.Version)
+	info, err := o.info(bin)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(o.Out, fmt.Sprintf("%s_%s_%s.deb", Name, o.Version, o.Arch))
+	f, err := os.Create(out)
+	if err != nil {
+		return "", err
+	}
+	if err := deb.Default.Package(info, f); err != nil {
+		f.Close()
+		os.Remove(out)
+		return "", fmt.Errorf("package: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	o.Log("wrote %s", out)
+	return out, nil
+}
+
+func (o Options) info(bin string) (*nfpm.Info, error) {
+	var cs files.Contents
+	for _, f := range append(Contents(o.Root, bin), o.Extra...) {
+		c := &files.Content{Source: f.Src, Destination: f.Dst, FileInfo: &files.ContentFileInfo{
+			Mode: f.Mode, Owner: or(f.Owner, "root"), Group: or(f.Group, "root")}}
+		switch {
+		case f.Dir:
+			c.Type = files.TypeDir
+		case f.Config:
+			c.Type = files.TypeConfigNoReplace
+		}
+		if !f.Dir {
+			if _, err := os.Stat(f.Src); err != nil {
+				return nil, fmt.Errorf("package file %s: %w", f.Dst, err)
+			}
+		}
+		cs = append(cs, c)
+	}
+	s := func(k string) string { return filepath.Join(o.Root, Scripts[k]) }
+	info := &nfpm.Info{
+		Name: Name, Arch: o.Arch, Platform: "linux", Version: o.Version, VersionSchema: "none",
+		Section: "misc", Priority: "optional",
+		Maintainer:  "tablectl <tablectl@localhost>",
+		Description: "live-dealer Punto Banco table controller\nReads the dealing shoe, checks every draw against the tableau, records an\nappend-only signed audit trail and publishes each coup over MQTT.",
+		Homepage:    "https://github.com/tablectl/tablectl",
+		License:     "proprietary",
+		MTime:       time.Unix(0, 0).UTC(),
+		Overridables: nfpm.Overridables{
+			Depends:    []string{"adduser", "libc6"},
+			Recommends: []string{"mosquitto", "mosquitto-clients", "systemd-timesyncd | chrony | ntp"},
+			Contents:   cs,
+			Scripts:    nfpm.Scripts{PreInstall: s("preinst"), PostInstall: s("postinst"), PreRemove: s("prerm"), PostRemove: s("postrm")},
+		},
+	}
+	info = nfpm.WithDefaults(info)
+	if err := nfpm.PrepareForPackager(info, "deb"); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+func or(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// BuildBinary builds cmd/tablectl for linux/arch at out with the version
+// stamped in and the VCS revision recorded (cgo: SQLite; a cross-compiler
+// for an arch other than the machine's).
+func BuildBinary(ctx context.Context, root, arch, version, out string) error {
+	const bi = "github.com/tablectl/tablectl/internal/buildinfo."
+	ldflags := "-s -w -X " + bi + "version=" + version
+	if rev, dirty, ok := gitRevision(root); ok {
+		// Stamped by hand too: the go command does not stamp a build
+		// from a git worktree.
+		ldflags += " -X " + bi + "revision=" + rev + " -X " + bi + "modified=" + fmt.Sprint(dirty)
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs="+buildVCS(root),
+		"-ldflags", ldflags, "-o", out, "./cmd/tablectl")
+	cmd.Dir = root
+	env := append(os.Environ(), "CGO_ENABLED=1", "GOOS=linux", "GOARCH="+arch)
+	if arch != runtime.GOARCH || runtime.GOOS != "linux" {
+		cc := Arches[arch]
+		if _, err := exec.LookPath(cc); err != nil {
+			return fmt.Errorf("cross-compiling for %s needs %s (Debian package gcc-%s): %w", arch, cc, strings.TrimSuffix(cc, "-gcc"), err)
+		}
+		env = append(env, "CC="+cc)
+	}
+	// GOFLAGS may say -buildvcs=false; the flag on the line wins.
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build for %s: %w\n%s", arch, err, stderr.String())
+	}
+	return nil
+}
+
+// buildVCS records the revision when the tree is a git checkout git can read.
+func buildVCS(root string) string {
+	cmd := exec.Command("git", "rev-parse", "HEAD")
+	cmd.Dir = root
+	if err := cmd.Run(); err != nil {
+		return "false"
+	}
+	return "true"
+}
+
+// gitRevision is the checkout's commit and whether its tree has changes.
+func gitRevision(root string) (rev string, dirty, ok bool) {
+	cmd := exec.Command("git", "rev-parse", "HEAD")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", false, false
+	}
+	st := exec.Command("git", "status", "--porcelain", "--untracked-files=no")
+	st.Dir = root
+	changes, err := st.Output()
+	return strings.TrimSpace(string(out)), err != nil || len(bytes.TrimSpace(changes)) > 0, true
+}
+
+// DefaultVersion is the version of a build from a checkout: base, then
+// "+git" and the commit's first 12 digits when git can say it.
+func DefaultVersion(root, base string) string {
+	cmd := exec.Command("git", "rev-parse", "--short=12", "HEAD")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return base
+	}
+	return base + "+git" + strings.TrimSpace(string(out))
+}
+
+// errNoRoot is returned when no go.mod is found above the working folder.
+var errNoRoot = errors.New("not inside the tablectl source tree (no go.mod above the working folder)")
+
+// FindRoot is the module root at or above dir.
+func FindRoot(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errNoRoot
+		}
+	}
+}
