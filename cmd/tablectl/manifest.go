@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,24 +20,43 @@ func init() {
 		short: "sign (at build time) or check the self-authentication manifest of a binary and its config",
 		run:   runManifest,
 	})
+	for _, c := range manifestCommands {
+		subShorts["manifest "+c.name] = c.short
+	}
+}
+
+// manifestCommands are manifest's subcommands.
+var manifestCommands = []struct {
+	name, short string
+	run         func(args []string, stdout io.Writer) error
+}{
+	{"sign", "hash an executable and its config files and write the signed manifest", runManifestSign},
+	{"check", "check files against a signed manifest as the controller does", runManifestCheck},
 }
 
 func runManifest(args []string, stdout io.Writer) error {
+	w := errOut
 	if len(args) > 0 {
-		switch args[0] {
-		case "sign":
-			return runManifestSign(args[1:], stdout)
-		case "check":
-			return runManifestCheck(args[1:], stdout)
+		for _, c := range manifestCommands {
+			if c.name == args[0] {
+				return c.run(args[1:], stdout)
+			}
 		}
-		fmt.Fprintf(os.Stderr, "tablectl manifest: unknown subcommand %q\n\n", args[0])
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			w = helpOut
+		default:
+			fmt.Fprintf(w, "tablectl manifest: unknown subcommand %q\n\n", args[0])
+		}
 	}
-	fmt.Fprint(os.Stderr, `usage: tablectl manifest <subcommand> [flags]
-
-subcommands:
-  sign   hash an executable and its config files and write the signed manifest
-  check  check files against a signed manifest as the controller does
-`)
+	fmt.Fprintf(w, "usage: tablectl manifest <subcommand> [flags]\n\n%s\n\nsubcommands:\n", commands["manifest"].short)
+	for _, c := range manifestCommands {
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.short)
+	}
+	fmt.Fprintln(w, "\n'tablectl manifest <subcommand> -h' prints a subcommand's flags")
+	if w == helpOut {
+		return flag.ErrHelp
+	}
 	return errUsage
 }
 
@@ -52,16 +72,12 @@ func entryFlag(role string, into *[]selfcheck.Entry) func(string) error {
 func runManifestSign(args []string, stdout io.Writer) error {
 	fs := newFlagSet("manifest sign")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: tablectl manifest sign --key FILE --exe FILE[=PATH] [--config FILE[=PATH]]... [--file FILE[=PATH]]... --out FILE
-
-Hashes the executable and the files and writes a manifest signed with the
+		usageHead(fs.Output(), "manifest sign", "--key FILE --exe FILE[=PATH] [--config FILE[=PATH]]... [--file FILE[=PATH]]... --out FILE",
+			`Hashes the executable and the files and writes a manifest signed with the
 build key (an Ed25519 PEM key, tablectl audit keygen). =PATH records where
 the package installs the file. The controller checks it at start and every
-self_check.every (docs/operations.md, "Self-authentication").
-
-flags:
-`)
-		fs.PrintDefaults()
+self_check.every (docs/operations.md, "Self-authentication").`)
+		printFlags(fs.Output(), fs)
 	}
 	var entries []selfcheck.Entry
 	keyFile := fs.String("key", "", "the build's Ed25519 private key `FILE` (PEM)")
