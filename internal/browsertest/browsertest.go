@@ -264,6 +264,24 @@ func (p *Page) SetHeaders(h map[string]string) {
 	})
 }
 
+// ReducedMotion says whether the page prefers reduced motion (pages open
+// with it on, so screenshots never catch an animation half way); off, the
+// page animates as a screen at a table does.
+func (p *Page) ReducedMotion(on bool) {
+	p.t.Helper()
+	v := "no-preference"
+	if on {
+		v = "reduce"
+	}
+	p.run(func(ctx context.Context) error {
+		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: v}}})
+			return err
+		}))
+	})
+}
+
 // Navigate loads url and waits for its load event.
 func (p *Page) Navigate(url string) {
 	p.t.Helper()
