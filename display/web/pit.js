@@ -334,6 +334,9 @@
       drop.addEventListener('click', () => { if (window.confirm('Remove the signing key from this browser?')) forget(); });
       line.append(drop);
       keyBox.append(line);
+      // An imported key file is already in the keyring (tablectl keygen
+      // printed its entry); a key made here must be enrolled.
+      if (signer.how !== 'made in this browser') return;
       const enrol = el('div', 'pc-enrol');
       enrol.append(el('span', '', 'ENROL (once, on the table box; the controller loads its keyring at start): '));
       const code = el('code', '', 'tablectl enrol --keyring /etc/tablectl/supervisors.json --name ' + signer.name + ' --public-key ' + signer.pub + ' --valid-for 2160h');
