@@ -193,6 +193,8 @@ func TestBrowserLayouts(t *testing.T) {
 	kiosk.WaitFor("the pit's banner to summarise", `document.getElementById('suspend-count').textContent === '1 ALERT' && document.getElementById('suspend-reason').textContent.includes('needs card')`,
 		`document.getElementById('banner-suspended').innerText`)
 	checkBanner(t, kiosk, "pit 1920x1000")
+	kiosk.WaitFor("the recall, fetched with the page's credentials", `document.getElementById('recall-note').hidden && document.querySelectorAll('#recall-table tbody tr').length === 10`,
+		`document.getElementById('pit-recall').innerText`)
 	var heads []struct {
 		ID  string  `json:"id"`
 		Top float64 `json:"top"`
@@ -345,18 +347,25 @@ func checkBanner(t *testing.T, pg *browsertest.Page, name string) {
 		Coup   rect
 		Parts  []rect
 		Names  []string
+		Roads  []rect
 		VW, VH float64
 	}
 	pg.Eval(`(() => {
 		const r = (e) => { const b = e.getBoundingClientRect(); return {L: b.left, T: b.top, R: b.right, B: b.bottom, W: b.width, H: b.height}; };
 		const parts = Array.from(document.querySelectorAll('#coup .card, #coup .hand-name, #coup .point, #coup .phase'));
 		return {Banner: r(document.getElementById('banners')), Coup: r(document.getElementById('coup')), Parts: parts.map(r),
+			Roads: Array.from(document.querySelectorAll('#screen .road-box')).map(r),
 			Names: parts.map((e) => e.className), VW: innerWidth, VH: innerHeight};
 	})()`, &s)
 	if len(s.Parts) < 6 {
 		t.Fatalf("%s: only %d parts of the hands on the page: %v", name, len(s.Parts), s.Names)
 	}
 	view := rect{0, 0, s.VW, s.VH, s.VW, s.VH}
+	for i, r := range s.Roads {
+		if !r.inside(view) {
+			t.Errorf("%s: with the banner, road %d at %+v leaves the %vx%v viewport", name, i, r, s.VW, s.VH)
+		}
+	}
 	for i, p := range s.Parts {
 		if p.overlaps(s.Banner) {
 			t.Errorf("%s: the banner %+v lies over %s %+v", name, s.Banner, s.Names[i], p)

@@ -3,10 +3,10 @@ package viewer
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"net"
 	"embed"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"

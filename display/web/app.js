@@ -145,8 +145,9 @@
         ? state.alerts.alerts.filter((a) => a && a.suspends) : [];
       if (holding.length > 0) {
         const w = worstAlert(holding);
-        reason = alertName(w) + (w.coup ? ' \u00b7 coup ' + w.coup : '') + (w.message ? ': ' + w.message : '') +
-          (w.needs ? ' \u2192 needs ' + w.needs + ' (' + (NEEDS_TEXT[w.needs] || w.needs) + ')' : '');
+        // What clears it comes first: a long message is cut at the end.
+        reason = alertName(w) + (w.coup ? ' \u00b7 coup ' + w.coup : '') +
+          (w.needs ? ' \u2192 needs ' + w.needs + ' (' + (NEEDS_TEXT[w.needs] || w.needs) + ')' : '') + (w.message ? ' \u00b7 ' + w.message : '');
         setText('suspend-count', holding.length === 1 ? '1 ALERT' : holding.length + ' ALERTS');
         show('suspend-count', true);
       }
