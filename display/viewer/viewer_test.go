@@ -268,3 +268,41 @@ func get(t *testing.T, url string, code int, out any) {
 		}
 	}
 }
+
+func TestServe(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trail.db")
+	writeTrail(t, path, false)
+	tl, err := LoadFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, "127.0.0.1:0", tl, path, func(u string) { urls <- u }) }()
+	var u string
+	select {
+	case u = <-urls:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	var tj struct {
+		Table string `json:"table"`
+	}
+	get(t, u+"timeline.json", http.StatusOK, &tj)
+	if tj.Table != "T9" {
+		t.Errorf("table %q", tj.Table)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve after its context ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not stop with its context")
+	}
+	if err := Serve(context.Background(), "256.0.0.1:1", tl, path, nil); err == nil {
+		t.Error("Serve on a bad address: no error")
+	}
+}
