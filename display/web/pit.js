@@ -326,6 +326,13 @@
   function drawKey() {
     keyBox.replaceChildren();
     sendBtn.disabled = !signer;
+    // Browsers give WebCrypto only to secure contexts: HTTPS, or the
+    // page opened on the table box itself (127.0.0.1, localhost).
+    if (!window.isSecureContext || !crypto.subtle) {
+      sendBtn.disabled = true;
+      keyBox.append(el('p', 'note bad', 'Signing needs a secure page: open the pit view over HTTPS (docs/pit-console.md), or on the table box itself. Nothing can be signed from this page.'));
+      return;
+    }
     if (signer) {
       const line = el('div', 'pc-signer');
       line.append(el('span', 'pc-who', 'SIGNING AS ' + signer.name), el('span', 'pc-id', 'key ' + signer.id + ' \u00b7 ' + signer.how + ' \u00b7 cannot be copied out of this browser'));

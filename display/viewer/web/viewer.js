@@ -177,6 +177,11 @@
   $('btn-next-coup').addEventListener('click', () => { play(false); go(coupStart(cur, 1)); });
   $('btn-prev-coup').addEventListener('click', () => { play(false); go(coupStart(cur, -1)); });
   $('btn-play').addEventListener('click', () => play(!playing));
+  // The header's difference count steps through the rows that differ.
+  $('diff-count').addEventListener('click', () => {
+    const next = tl.steps.find((s) => s.diff && s.i > cur) || tl.steps.find((s) => s.diff);
+    if (next) { play(false); go(next.i); }
+  });
   $('jump-coup-form').addEventListener('submit', (e) => { e.preventDefault(); jump('coup=' + encodeURIComponent($('jump-coup').value)); });
   $('jump-time-form').addEventListener('submit', (e) => { e.preventDefault(); jump('time=' + encodeURIComponent($('jump-time').value)); });
   document.addEventListener('keydown', (e) => {
@@ -196,6 +201,7 @@
       const nd = (t.differences || []).length;
       $('diff-count').hidden = nd === 0;
       $('diff-count').textContent = nd + (nd === 1 ? ' DIFFERENCE' : ' DIFFERENCES');
+      $('diff-count').title = 'go to the next row with a difference';
       drawRows();
       window.viewer = { timeline: t, go: go, current: () => cur };
       go(0);
