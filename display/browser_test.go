@@ -84,7 +84,8 @@ func startBrowser(t *testing.T) (context.Context, *browsertest.Browser) {
 	testenv.Long(t, "the web display's browser tests (Chromium)")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
-	b := browsertest.Start(t)
+	// One Chromium for every browser test of the package (TestMain).
+	b := browsertest.Shared(t)
 	b.Timeout = bWait
 	return ctx, b
 }

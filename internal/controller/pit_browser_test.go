@@ -71,7 +71,7 @@ func TestPitConsoleBrowser(t *testing.T) {
 	} else {
 		shots = filepath.Join(shots, "pit-console")
 	}
-	browser := browsertest.Start(t)
+	browser := browsertest.Shared(t)
 	browser.Timeout = demoBrowserWait
 
 	dctx, stopDemo := context.WithCancel(ctx)
