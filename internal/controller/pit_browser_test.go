@@ -140,6 +140,11 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if !strings.Contains(pit.Text("#pc-key"), key.ID) {
 		t.Errorf("the console does not show the key id %s: %q", key.ID, pit.Text("#pc-key"))
 	}
+	// The key stays in the browser: after a reload it is there, still
+	// not extractable.
+	pit.Navigate(info.HTTP + "/pit")
+	pit.WaitFor("the key after a reload", `window.pitConsole !== undefined && window.pitConsole.signer() !== null && window.pitConsole.signer().key.extractable === false && document.body.dataset.loading === 'false'`,
+		`document.getElementById('pit-console').innerText`)
 
 	// Betting open after two coups: suspend the table.
 	pit.WaitFor("two coups dealt, betting open", `document.querySelectorAll('#recall-table tbody tr').length >= 2 && window.tableDisplay.state.coup && window.tableDisplay.state.coup.phase === 'betting_open'`,
