@@ -159,6 +159,19 @@ func TestBrowserLayouts(t *testing.T) {
 	pit := b.OpenContext(ctx, t, srv.URL+"/pit", 1920, 1080, auth)
 	waitLoaded(pit)
 	checkLayout(t, pit, "pit 1920x1080", lastBig)
+	// A portrait tower in the pit: the table fills the first screen, the
+	// pit's panels follow it.
+	pitTall := b.OpenContext(ctx, t, srv.URL+"/pit", 1080, 1920, auth)
+	waitLoaded(pitTall)
+	checkLayout(t, pitTall, "pit 1080x1920", lastBig)
+	var below []float64
+	pitTall.Eval(`['pit-console', 'pit-alerts', 'pit-ev', 'pit-recall'].map((id) => document.getElementById(id).getBoundingClientRect().top)`, &below)
+	for i, top := range below {
+		if top < 1920-1 {
+			t.Errorf("pit 1080x1920: pit panel %d at %.0f, over the table's first screen", i, top)
+		}
+	}
+	pitTall.SaveScreenshot(shots, "pit-1080x1920-shoe-over", true)
 
 	// A new shoe; a card the shoe cannot read suspends the table with the
 	// coup's cards on it.
