@@ -25,8 +25,8 @@ actions it may sign and the window it may sign in. KEY is what the pit
 console shows after it makes a key in the supervisor's browser (the raw
 key in base64); FILE is a PEM public key (tablectl keygen's NAME.pub).
 The keyring is replaced whole (written beside it, then renamed), and
-checked as the controller checks it. The controller reads its keyring when
-it starts: restart it to take the new key.
+checked as the controller checks it. A running controller reloads its
+keyring within 2 seconds of the change.
 
 flags:
 `)
@@ -85,6 +85,6 @@ flags:
 	if !e.NotAfter.IsZero() {
 		window += " to " + e.NotAfter.UTC().Format(time.RFC3339)
 	}
-	fmt.Fprintf(stdout, "enrolled %s (key %s) in %s, %s; restart the controller to load it\n", *name, audit.KeyID(pub), *keyring, window)
+	fmt.Fprintf(stdout, "enrolled %s (key %s) in %s, %s; a running controller takes it within seconds\n", *name, audit.KeyID(pub), *keyring, window)
 	return nil
 }

@@ -345,7 +345,7 @@
       // printed its entry); a key made here must be enrolled.
       if (signer.how !== 'made in this browser') return;
       const enrol = el('div', 'pc-enrol');
-      enrol.append(el('span', '', 'ENROL (once, on the table box; the controller loads its keyring at start): '));
+      enrol.append(el('span', '', 'ENROL (once, on the table box; the controller takes it within seconds): '));
       const code = el('code', '', 'tablectl enrol --keyring /etc/tablectl/supervisors.json --name ' + signer.name + ' --public-key ' + signer.pub + ' --valid-for 2160h');
       code.id = 'pc-enrol-cmd';
       enrol.append(code);

@@ -8,8 +8,9 @@ package controller
 // checks the table's replies on the page, the trail (each command recorded
 // with its signer, and re-verified against the keyring as surveillance
 // would), and what the displays show of the void. Then a key made in the
-// browser is refused until it is enrolled (`tablectl enrol`), and verifies
-// with the table's own verifier once it is.
+// browser is refused until it is enrolled (`tablectl enrol`'s EnrolFile)
+// in the running table's keyring, which the table reloads: the next
+// commands signed with it are accepted, no restart.
 
 import (
 	"context"
@@ -55,7 +56,7 @@ func consoleSend(t *testing.T, pg *browsertest.Page, action string, args map[str
 	pg.WaitFor("the table's reply to "+action+" on the console", cond, `document.getElementById('pc-log').innerText`)
 	var e consoleEntry
 	pg.Eval(`(() => { const li = document.querySelector('#pc-log li'); return {state: li.dataset.state, id: li.dataset.id || '', text: li.innerText}; })()`, &e)
-	if e.State != want {
+	if want != "" && e.State != want {
 		t.Fatalf("%s from the pit console: %s, want %s: %s", action, e.State, want, e.Text)
 	}
 	return e
@@ -187,6 +188,15 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if txt := pit.Text("#pc-log li"); !strings.Contains(txt, signedcmd.CodeUnknownKey) {
 		t.Errorf("a key not in the keyring: %q", txt)
 	}
+	pit.SaveScreenshot(shots, "pit-console", false)
+	pubKey, err := signedcmd.ParsePublicKey(ann.Pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	enrolment := signedcmd.Enrolment{Name: "ann", PublicKey: pubKey, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}
+	// The table's own verifier, on a keyring with ann enrolled, accepts
+	// what the browser signed.
 	keyring := filepath.Join(t.TempDir(), "supervisors.json")
 	demoRing, err := os.ReadFile(info.Keyring)
 	if err != nil {
@@ -195,12 +205,7 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if err := os.WriteFile(keyring, demoRing, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pubKey, err := signedcmd.ParsePublicKey(ann.Pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UTC()
-	if err := signedcmd.EnrolFile(keyring, signedcmd.Enrolment{Name: "ann", PublicKey: pubKey, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}); err != nil {
+	if err := signedcmd.EnrolFile(keyring, enrolment); err != nil {
 		t.Fatal(err)
 	}
 	kr, err := signedcmd.LoadKeyring(keyring)
@@ -214,7 +219,26 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if v, err := ver.Verify([]byte(ann.Wire)); err != nil || v.Command.Supervisor != "ann" || v.Command.Reason != "signed by a browser key: ü <&> \"quoted\"\n" {
 		t.Errorf("the table's verifier on a command signed in the browser with an enrolled key: %+v, %v\n%s", v.Command, err, ann.Wire)
 	}
-	pit.SaveScreenshot(shots, "pit-console", false)
+	// Enrolled in the running demo's keyring (tablectl enrol): the table
+	// reloads it and takes ann's commands, no restart.
+	if err := signedcmd.EnrolFile(info.Keyring, enrolment); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(demoBrowserWait)
+	for {
+		e := consoleSend(t, pit, coup.ActionSuspend, map[string]string{"reason": "ann, enrolled"}, "")
+		if e.State == "accepted" {
+			break
+		}
+		if !strings.Contains(e.Text, signedcmd.CodeUnknownKey) || time.Now().After(deadline) {
+			t.Fatalf("ann's suspend after her enrolment: %s", e.Text)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	annResume := consoleSend(t, pit, coup.ActionResume, map[string]string{"reason": "ann resumes"}, "accepted")
+	if !strings.Contains(annResume.Text, "by ann") {
+		t.Errorf("ann's resume: %q", annResume.Text)
+	}
 	pit.NoProblems()
 	pub.NoProblems()
 
@@ -226,12 +250,13 @@ func TestPitConsoleBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	// The demo's keyring, ann enrolled: every command recorded verifies.
 	demoKeys, err := signedcmd.LoadKeyring(info.Keyring)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checked, forged, err := signedcmd.CheckTrail(r.Events(ctx, audit.Query{}), "DEMO", demoKeys)
-	if err != nil || len(forged) > 0 || checked < 3 {
+	if err != nil || len(forged) > 0 || checked < 5 {
 		t.Errorf("recorded commands: %d checked, forged %+v, %v", checked, forged, err)
 	}
 	found := map[string]bool{}
@@ -242,16 +267,16 @@ func TestPitConsoleBrowser(t *testing.T) {
 		if rec.Kind != string(coup.InCmd) {
 			continue
 		}
-		for _, e := range []consoleEntry{susp, void, res} {
+		for _, e := range []consoleEntry{susp, void, res, annResume} {
 			if strings.Contains(string(rec.Body), e.ID) {
 				found[e.ID] = true
-				if !strings.Contains(string(rec.Body), `"demo"`) {
+				if signer := map[bool]string{true: `"ann"`, false: `"demo"`}[e.ID == annResume.ID]; !strings.Contains(string(rec.Body), signer) {
 					t.Errorf("row %d records command %s without its signer: %s", rec.Seq, e.ID, rec.Body)
 				}
 			}
 		}
 	}
-	for _, e := range []consoleEntry{susp, void, res} {
+	for _, e := range []consoleEntry{susp, void, res, annResume} {
 		if !found[e.ID] {
 			t.Errorf("command %s (%s) is not in the trail", e.ID, e.Text)
 		}
