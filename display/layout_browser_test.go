@@ -110,7 +110,6 @@ func TestBrowserLayouts(t *testing.T) {
 	d := newDealer(21)
 	d.startShoe(t, f)
 	var results []coup.Result
-	suspendedAt := 0
 	for f.table.Phase() != coup.PhaseNoShoe {
 		n := f.table.CoupNumber()
 		if n == 1 {
@@ -182,8 +181,6 @@ func TestBrowserLayouts(t *testing.T) {
 		f.deal(cardInput(d2.draw()))
 	}
 	f.shoeIn(coup.Input{Kind: coup.InCard, Unreadable: true})
-	suspendedAt = f.table.CoupNumber()
-	_ = suspendedAt
 	for _, sz := range layoutSizes {
 		pg := pages[sz.name]
 		pg.WaitFor("the SUSPENDED banner", browsertest.Visible("banner-suspended")+` && document.querySelectorAll('#banker-cards .card').length === 2`, `document.getElementById('banner-suspended').textContent`)
