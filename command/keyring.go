@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
@@ -55,9 +56,13 @@ func (k Key) Permits(action string) bool {
 }
 
 // Keyring holds the public keys commands are checked against. A name may
-// have more than one key (while a key is being replaced).
+// have more than one key (while a key is being replaced). A running
+// controller's keyring is replaced whole when its file changes
+// (WatchKeyring); it is safe for concurrent use.
 type Keyring struct {
-	keys []Key
+	mu    sync.RWMutex
+	keys  []Key
+	names map[string]bool
 }
 
 // keyringJSON is the keyring file (deploy/supervisors.json).
@@ -138,6 +143,7 @@ func ParseKeyring(data []byte) (*Keyring, error) {
 		}
 		kr.keys = append(kr.keys, k)
 	}
+	kr.names = namesOf(kr.keys)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -162,8 +168,18 @@ func LoadKeyring(path string) (*Keyring, error) {
 	return kr, nil
 }
 
+func namesOf(keys []Key) map[string]bool {
+	names := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		names[k.Name] = true
+	}
+	return names
+}
+
 // Lookup returns the keys of name.
 func (kr *Keyring) Lookup(name string) []Key {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
 	var out []Key
 	for _, k := range kr.keys {
 		if k.Name == name {
@@ -175,6 +191,8 @@ func (kr *Keyring) Lookup(name string) []Key {
 
 // ByID returns the key of name whose id (audit.KeyID) is id.
 func (kr *Keyring) ByID(name, id string) (Key, bool) {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
 	for _, k := range kr.keys {
 		if k.Name == name && audit.KeyID(k.PublicKey) == id {
 			return k, true
@@ -184,7 +202,37 @@ func (kr *Keyring) ByID(name, id string) (Key, bool) {
 }
 
 // Len is the number of keys.
-func (kr *Keyring) Len() int { return len(kr.keys) }
+func (kr *Keyring) Len() int {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	return len(kr.keys)
+}
+
+// HasName reports whether the keyring holds a key of name.
+func (kr *Keyring) HasName(name string) bool {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	return kr.names[name]
+}
+
+// hasName is HasName for the screen's bytes, without a copy.
+func (kr *Keyring) hasName(name []byte) bool {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	return kr.names[string(name)]
+}
+
+// Replace makes kr hold the keys of from, at once: a command checked
+// meanwhile sees the old keys or the new ones, never a mix.
+func (kr *Keyring) Replace(from *Keyring) {
+	from.mu.RLock()
+	keys := slices.Clone(from.keys)
+	from.mu.RUnlock()
+	names := namesOf(keys)
+	kr.mu.Lock()
+	kr.keys, kr.names = keys, names
+	kr.mu.Unlock()
+}
 
 // Entry is the keyring entry for a key, as a line to paste into the file.
 func Entry(name string, pub ed25519.PublicKey, actions []string) ([]byte, error) {

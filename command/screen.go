@@ -17,7 +17,9 @@ import (
 // use.
 type Screen struct {
 	table string
-	names map[string]bool
+	// keys is read at each check, so a reloaded keyring's supervisors
+	// pass from the reload on.
+	keys *Keyring
 }
 
 // NewScreen returns the screen for table and the supervisors of keys.
@@ -28,11 +30,7 @@ func NewScreen(table string, keys *Keyring) (*Screen, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("command screen: no keyring")
 	}
-	s := &Screen{table: table, names: map[string]bool{}}
-	for _, k := range keys.keys {
-		s.names[k.Name] = true
-	}
-	return s, nil
+	return &Screen{table: table, keys: keys}, nil
 }
 
 // Check looks at payload, size bytes on the wire (payload may be cut
@@ -52,7 +50,7 @@ func (s *Screen) Check(payload []byte, size int) string {
 	switch {
 	case !ok || len(table) == 0 || !validName(string(supervisor)):
 		return CodeMalformed
-	case !s.names[string(supervisor)]:
+	case !s.keys.hasName(supervisor):
 		return CodeUnknownKey
 	case string(table) != s.table:
 		return CodeWrongTable

@@ -84,7 +84,8 @@ func startBrowser(t *testing.T) (context.Context, *browsertest.Browser) {
 	testenv.Long(t, "the web display's browser tests (Chromium)")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
-	b := browsertest.Start(t)
+	// One Chromium for every browser test of the package (TestMain).
+	b := browsertest.Shared(t)
 	b.Timeout = bWait
 	return ctx, b
 }
@@ -784,6 +785,10 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 			f.button(coup.ButtonReveal)
 			pub.WaitFor("the last coup's result on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && %s`, len(results), browsertest.Visible("result")),
 				`document.querySelectorAll('#road-bead .cell.bead').length`)
+			// The predictions are for the next coup: checked while the
+			// shoe still has one.
+			_, rdNow, _ := f.snapshot()
+			checkPredictions(t, pub, rdNow)
 			pub.SaveScreenshot(shots, "public-4-last-coup", false)
 			f.tick(3 * time.Second)
 			continue
@@ -812,7 +817,12 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 		checkDerived(t, pub, road.id, road.cells, road.prop)
 	}
 	checkStats(t, pub, results)
-	checkPredictions(t, pub, rd)
+	// Between shoes there is no next coup: no prediction shows.
+	var marks []string
+	pub.Eval(`document.getElementById('predict').dataset.off === 'true' ? Array.from(document.querySelectorAll('#predict .mk')).map((m) => m.dataset.colour) : ['on']`, &marks)
+	if strings.Join(marks, "") != "" {
+		t.Errorf("predictions between shoes: %v", marks)
+	}
 	if got, want := pub.Text("#cards-dealt"), strconv.Itoa(view.CardsDealt); got != want {
 		t.Errorf("cards dealt shown %s, want %s", got, want)
 	}
@@ -912,8 +922,15 @@ func checkBeadPlate(t *testing.T, pg *browsertest.Page, results []coup.Result) {
 }
 
 // visibleWindow is the first grid column a road of capacity columns shows:
-// the last ones.
-func visibleWindow(lastCol, capacity int) int { return max(0, lastCol+1-capacity) }
+// the last ones, with an empty column after the newest (as casino boards
+// keep one for the next result) when the road is wider than two.
+func visibleWindow(lastCol, capacity int) int {
+	spare := 0
+	if capacity > 2 {
+		spare = 1
+	}
+	return max(0, lastCol+1+spare-capacity)
+}
 
 func roadCapacity(t *testing.T, pg *browsertest.Page, id string) int {
 	t.Helper()

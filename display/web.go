@@ -389,7 +389,7 @@ func webPage(assets map[string]webAsset) (func(view, config string) ([]byte, err
 		return "web/" + name + "?v=" + strings.Trim(a.etag, `"`), nil
 	}
 	names := map[string]string{}
-	for _, n := range []string{"app.js", "style.css", "vendor/mqtt.min.js"} {
+	for _, n := range []string{"app.js", "pit.js", "style.css", "vendor/mqtt.min.js"} {
 		v, err := versioned(n)
 		if err != nil {
 			return nil, err
@@ -398,10 +398,15 @@ func webPage(assets map[string]webAsset) (func(view, config string) ([]byte, err
 	}
 	return func(view, config string) ([]byte, error) {
 		var b bytes.Buffer
-		err := tpl.Execute(&b, map[string]string{
+		data := map[string]string{
 			"View": view, "Config": config,
 			"AppJS": names["app.js"], "StyleCSS": names["style.css"], "MQTTJS": names["vendor/mqtt.min.js"],
-		})
+		}
+		if view == "pit" {
+			// Only the pit view signs commands.
+			data["PitJS"] = names["pit.js"]
+		}
+		err := tpl.Execute(&b, data)
 		if err != nil {
 			return nil, fmt.Errorf("web display page: %w", err)
 		}

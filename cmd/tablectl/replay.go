@@ -16,6 +16,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/display/viewer"
 )
 
 func init() {
@@ -40,10 +41,14 @@ func runReplay(args []string, stdout io.Writer) error {
 	speed := fs.Float64("speed", 1, "with --publish: 1 is the recorded pace, 10 ten times faster, 0 no pauses")
 	maxPause := fs.Duration("max-pause", 10*time.Second, "with --publish: the longest pause between inputs")
 	keyring := fs.String("keyring", "", "re-verify every recorded command against this supervisors' keyring `file`")
+	serve := fs.String("serve", "", "serve the surveillance viewer of the trail on `ADDR` (127.0.0.1:8090) instead of printing it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	ctx := context.Background()
+	if *serve != "" {
+		return serveViewer(ctx, *db, *serve, stdout)
+	}
 	r, err := openTrail(ctx, *db)
 	if err != nil {
 		return err
@@ -154,6 +159,23 @@ func republish(ctx context.Context, r *audit.Reader, shoe int, broker, user, pas
 		Config: audit.DefaultReplayConfig(), Speed: speed, MaxPause: maxPause}, rows)
 	fmt.Fprintf(stdout, "%d rows republished under %s\n", n, prefix)
 	return err
+}
+
+// serveViewer serves the surveillance viewer of the trail until
+// interrupted.
+func serveViewer(ctx context.Context, db, addr string, stdout io.Writer) error {
+	if db == "" {
+		return fmt.Errorf("--db is required")
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tl, err := viewer.LoadFile(ctx, db)
+	if err != nil {
+		return err
+	}
+	return viewer.Serve(ctx, addr, tl, db, func(url string) {
+		fmt.Fprintf(stdout, "surveillance viewer of %s (%d rows, %d coups, %d differences) on %s\n", db, tl.Rows, len(tl.Coups), len(tl.Diffs), url)
+	})
 }
 
 // openTrail opens the trail named by --db for reading.

@@ -39,8 +39,20 @@
     // live coup (recall mode), null for the live game.
     recallView: null,
     dealerStats: null, // the pit's figures per dealer (audit/stats), when served
+    reply: null, // the latest command reply (pit)
   };
   let settings = null;
+  // hooks lets pit.js draw after each render and hear command replies,
+  // without this file knowing about signing.
+  const hooks = { render: [], reply: [] };
+  window.tableDisplay = { state: state, view: VIEW, hooks: hooks, client: null, settings: null, schedule: () => schedule() };
+
+  // url makes a path of the page absolute on the page's origin. A page
+  // opened as http://user:pass@host/pit has its credentials in its base
+  // URL, and fetch refuses any URL resolved against it; the origin never
+  // holds them, and the browser sends the credentials it was given for
+  // the page on its own.
+  function url(p) { return new URL(p, location.origin + location.pathname).href; }
 
   const $ = (id) => document.getElementById(id);
   function el(tag, cls, text) {
@@ -71,6 +83,9 @@
     renderShoe();
     renderRoads();
     if (VIEW === 'pit') renderPit();
+    for (const h of hooks.render) {
+      try { h(state); } catch (e) { console.warn('table display: render hook:', e && e.message); }
+    }
     body.dataset.rendered = String(Number(body.dataset.rendered || 0) + 1);
   }
 
@@ -84,26 +99,64 @@
     return 'waiting';
   }
 
+  // loaded is true once the table's retained state has arrived: until
+  // then the page says it is loading rather than showing an empty table
+  // (no shoe, 0/0/0) that is not the table's.
+  function loaded() {
+    const st = state.status;
+    if (!st) return false;
+    if (st.state === 'offline' && !state.coup) return true;
+    return !!(state.coup && state.roads && state.shoe) && (VIEW !== 'pit' || !!state.alerts);
+  }
+
+  // What clears an alert, worst first: a void loses the coup's bets, a
+  // card or the shoe's link must be fetched, a resume only decided.
+  const NEEDS_RANK = { void: 0, card: 1, link: 2, resume: 3 };
+  const NEEDS_TEXT = { void: 'void the coup', card: 'enter the card (or void the coup)', link: 'bring the shoe back, then resume', resume: 'resume' };
+  function worstAlert(list) {
+    let worst = null;
+    for (const a of list) {
+      const r = a.needs in NEEDS_RANK ? NEEDS_RANK[a.needs] : 9;
+      if (worst === null || r < worst.r) worst = { a: a, r: r };
+    }
+    return worst ? worst.a : null;
+  }
+  function alertName(a) { return String(a.kind || a.source || 'alert').replace(/_/g, ' ').toUpperCase(); }
+
   function renderStatus() {
     const st = state.status || {};
-    const ts = tableState();
+    const isLoaded = loaded();
+    body.dataset.loading = String(!isLoaded);
+    show('banner-loading', !isLoaded && state.conn !== 'offline');
+    if (!isLoaded) {
+      setText('loading-detail', state.conn === 'online' ? 'reading the table\u2019s state\u2026' : 'connecting to the table\u2026');
+    }
+    const ts = isLoaded ? tableState() : 'loading';
     const pill = $('table-state');
     pill.dataset.state = ts;
-    setText('table-state', { offline: 'OFFLINE', suspended: 'SUSPENDED', replay: 'REPLAY', live: 'LIVE', waiting: 'WAITING' }[ts]);
+    setText('table-state', { offline: 'OFFLINE', suspended: 'SUSPENDED', replay: 'REPLAY', live: 'LIVE', waiting: 'WAITING', loading: 'LOADING' }[ts]);
     body.dataset.table = ts;
 
+    // One line: it summarises (how many alerts, the worst, what clears
+    // it) and lies above the table, never over the cards.
     const suspended = ts === 'suspended';
     show('banner-suspended', suspended);
+    show('suspend-count', false);
     if (suspended) {
       let reason = st.suspend_reason || (state.coup && state.coup.suspend_reason) || '';
       if (reason === 'suspended') reason = '';
-      // The pit is told what holds the table and what clears it.
       const holding = VIEW === 'pit' && state.alerts && Array.isArray(state.alerts.alerts)
         ? state.alerts.alerts.filter((a) => a && a.suspends) : [];
       if (holding.length > 0) {
-        reason = holding.map((a) => (a.message || a.kind || 'alert') + (a.needs ? ' \u2192 needs ' + a.needs : '')).join(' \u00b7 ');
+        const w = worstAlert(holding);
+        // What clears it comes first: a long message is cut at the end.
+        reason = alertName(w) + (w.coup ? ' \u00b7 coup ' + w.coup : '') +
+          (w.needs ? ' \u2192 needs ' + w.needs + ' (' + (NEEDS_TEXT[w.needs] || w.needs) + ')' : '') + (w.message ? ' \u00b7 ' + w.message : '');
+        setText('suspend-count', holding.length === 1 ? '1 ALERT' : holding.length + ' ALERTS');
+        show('suspend-count', true);
       }
       setText('suspend-reason', reason || 'no bets, no cards until the supervisor resumes the game');
+      $('banner-suspended').title = $('suspend-reason').textContent;
     }
     show('banner-offline', ts === 'offline');
 
@@ -262,10 +315,16 @@
   // the shoe has more than the screen holds.
   function drawRoad(box, cells, make) {
     const cell = box.clientHeight / ROWS;
-    const capacity = Math.max(1, Math.floor((box.clientWidth + 1) / cell));
+    // Whole columns only: a column that only partly fits is cut off at
+    // the edge, the newest one included.
+    const capacity = Math.max(1, Math.floor(box.clientWidth / cell + 0.001));
     let last = -1;
     for (const c of cells) if (c.col > last) last = c.col;
-    const offset = Math.max(0, last + 1 - capacity);
+    // As casino boards do, the board scrolls to keep the newest column in
+    // view with an empty column after it for the next result (unless the
+    // board is a single column wide).
+    const spare = capacity > 2 ? 1 : 0;
+    const offset = Math.max(0, last + 1 + spare - capacity);
     box.dataset.capacity = String(capacity);
     box.dataset.offset = String(offset);
     const frag = document.createDocumentFragment();
@@ -348,7 +407,10 @@
     $('stat-naturals').querySelector('b').textContent = String(num((s.naturals || {}).count));
     $('stat-coups').querySelector('b').textContent = String(num(s.coups));
 
-    const p = r.predict || {};
+    // Between shoes there is no next coup to predict.
+    const between = !state.coup || !state.coup.phase || state.coup.phase === 'no_shoe';
+    $('predict').dataset.off = String(between);
+    const p = between ? {} : (r.predict || {});
     for (const side of ['banker', 'player']) {
       const want = p[side] || {};
       for (const mk of $('predict-' + side).querySelectorAll('.mk')) {
@@ -486,7 +548,7 @@
     recallKey = key;
     clearTimeout(recallTimer);
     recallTimer = setTimeout(() => {
-      fetch(settings.recall, { cache: 'no-store', credentials: 'same-origin' })
+      fetch(url(settings.recall), { cache: 'no-store', credentials: 'same-origin' })
         .then((resp) => {
           if (!resp.ok) throw new Error('recall: HTTP ' + resp.status);
           return resp.json();
@@ -494,7 +556,7 @@
         .then((list) => { state.recall = Array.isArray(list) ? list : []; state.recallError = ''; schedule(); })
         .catch((err) => { state.recallError = 'Recall unavailable: ' + err.message; schedule(); });
       if (settings.dealer_stats) {
-        fetch(settings.dealer_stats, { cache: 'no-store', credentials: 'same-origin' })
+        fetch(url(settings.dealer_stats), { cache: 'no-store', credentials: 'same-origin' })
           .then((resp) => (resp.ok ? resp.json() : null))
           .then((rep) => { state.dealerStats = rep; schedule(); })
           .catch(() => {});
@@ -513,6 +575,7 @@
     if (VIEW === 'pit') {
       t.alerts = prefix + '/pit/alerts/active';
       t.pitShoe = prefix + '/pit/shoe';
+      t.reply = prefix + '/cmd/reply'; // replies to the pit console's commands
     }
     return t;
   }
@@ -545,13 +608,15 @@
     if (cfg.username) opts.username = cfg.username;
     if (cfg.password) opts.password = cfg.password;
     const client = mqtt.connect(brokerURL(cfg.broker_ws), opts);
-    window.tableDisplay = { client: client, state: state, view: VIEW };
+    window.tableDisplay.client = client;
+    window.tableDisplay.settings = cfg;
 
     client.on('connect', () => {
       state.conn = 'online';
       state.connDetail = '';
       const subs = {};
-      for (const t of Object.values(topics)) subs[t] = { qos: 0 };
+      // Command replies are QoS 1: a lost reply leaves the console waiting.
+      for (const t of Object.values(topics)) subs[t] = { qos: t === topics.reply ? 1 : 0 };
       client.subscribe(subs, (err) => {
         if (err) { state.connDetail = 'subscribe refused: ' + err.message; schedule(); }
       });
@@ -572,6 +637,14 @@
           return;
         }
       }
+      if (key === 'reply') {
+        state.reply = v;
+        for (const h of hooks.reply) {
+          try { h(v); } catch (e) { console.warn('table display: reply hook:', e && e.message); }
+        }
+        schedule();
+        return;
+      }
       state[key] = v;
       if (key === 'coup' || key === 'roads') maybeFetchRecall(false);
       schedule();
@@ -581,7 +654,7 @@
   // The settings come from the controller's HTTP; retry until it answers.
   let delay = 1000;
   function start() {
-    fetch(body.dataset.config, { cache: 'no-store', credentials: 'same-origin' })
+    fetch(url(body.dataset.config), { cache: 'no-store', credentials: 'same-origin' })
       .then((resp) => {
         if (!resp.ok) throw new Error('HTTP ' + resp.status);
         return resp.json();

@@ -79,6 +79,48 @@ func Start(t testing.TB) *Browser {
 	return b
 }
 
+// shared is the one browser of a test binary (Shared).
+var shared struct {
+	mu  sync.Mutex
+	b   *Browser
+	err error
+}
+
+// Shared returns the test binary's one browser, started by the first test
+// that asks, so a package's browser tests pay for one Chromium start: each
+// test opens its own tabs, which close when it ends. Without Chromium the
+// test is skipped (failed under testenv.AllEnv). The package's TestMain
+// calls CloseShared after m.Run. Tests that share it must not run in
+// parallel with each other's Timeout settings in mind: Timeout applies to
+// the pages opened after it is set.
+func Shared(t testing.TB) *Browser {
+	t.Helper()
+	path, err := FindChromium()
+	if err != nil {
+		testenv.Missing(t, "chromium (Debian package chromium)")
+	}
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.b == nil && shared.err == nil {
+		shared.b, shared.err = Launch(path)
+	}
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.b
+}
+
+// CloseShared stops the shared browser, if one started, and removes its
+// profile.
+func CloseShared() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.b != nil {
+		shared.b.Close()
+		shared.b = nil
+	}
+}
+
 // Launch starts the browser at path. Close stops it.
 func Launch(path string) (*Browser, error) {
 	// chromedp's defaults (headless, no first run, no background work) and
@@ -261,6 +303,24 @@ func (p *Page) SetHeaders(h map[string]string) {
 			return fmt.Errorf("set the page's HTTP headers: %w", err)
 		}
 		return nil
+	})
+}
+
+// ReducedMotion says whether the page prefers reduced motion (pages open
+// with it on, so screenshots never catch an animation half way); off, the
+// page animates as a screen at a table does.
+func (p *Page) ReducedMotion(on bool) {
+	p.t.Helper()
+	v := "no-preference"
+	if on {
+		v = "reduce"
+	}
+	p.run(func(ctx context.Context) error {
+		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: v}}})
+			return err
+		}))
 	})
 }
 

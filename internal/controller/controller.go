@@ -69,6 +69,7 @@ type Controller struct {
 	conn      *mqttpub.Conn
 	pub       *mqttpub.Publisher
 	commands  *signedcmd.Handler
+	keys      *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
 
 	webPitPassword string // the demo's generated pit password
 
@@ -521,6 +522,12 @@ func (ctl *Controller) Run(ctx context.Context) error {
 			}
 		})
 		parts.start("command taker", func() { ctl.takeCommands(ctx) })
+		if path := ctl.cfg.MQTT.Keyring; path != "" && ctl.keys != nil {
+			// tablectl enrol takes effect without a restart.
+			parts.start("keyring watch", func() {
+				signedcmd.WatchKeyring(ctx, path, ctl.keys, signedcmd.DefaultWatchEvery, clock.Real, ctl.log.With("part", "keyring"))
+			})
+		}
 	}
 	if ctl.http != nil {
 		parts.start("http", func() {
@@ -651,6 +658,7 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 	if err != nil {
 		return nil, err
 	}
+	ctl.keys = keys
 	// The handler exists before the broker and the connection, which
 	// count and screen commands from the first message on; its Replier,
 	// the publisher, comes after.

@@ -83,7 +83,7 @@ func TestDemoBrowser(t *testing.T) {
 	}
 	want := newPlannedShoe(t, shoesim.Options{Seed: demoBrowserSeed, Shoes: 1, Decks: profile.Decks})
 
-	browser := browsertest.Start(t)
+	browser := browsertest.Shared(t)
 	browser.Timeout = demoBrowserWait
 
 	// The demo, on free ports, its trail in a temporary folder.

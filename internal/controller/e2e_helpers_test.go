@@ -32,6 +32,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/browsertest"
 	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
@@ -46,7 +47,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(runChild(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	browsertest.CloseShared() // the demo's and the pit console's browser tests share one
+	os.Exit(code)
 }
 
 // runChild is `tablectl run --config FILE` as the command runs it.

@@ -1,0 +1,142 @@
+package command
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+)
+
+// Enrolment is a key to add to the keyring: a supervisor's public key
+// (made in a pit console's browser, or by tablectl keygen), what it may
+// sign and when.
+type Enrolment struct {
+	Name      string
+	PublicKey ed25519.PublicKey
+	Actions   []string // nil: every action
+	// NotBefore and NotAfter bound when the key may sign (zero: no bound).
+	NotBefore, NotAfter time.Time
+	Comment             string
+}
+
+// ParsePublicKey reads an Ed25519 public key as the pit console shows it
+// (the raw 32 bytes in standard base64) or as a PKIX PEM file holds it
+// (tablectl keygen's NAME.pub).
+func ParsePublicKey(text string) (ed25519.PublicKey, error) {
+	text = string(bytes.TrimSpace([]byte(text)))
+	if len(text) > 4096 {
+		return nil, errors.New("public key: too long")
+	}
+	if raw, err := base64.StdEncoding.Strict().DecodeString(text); err == nil {
+		if len(raw) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("public key: %d bytes, want %d", len(raw), ed25519.PublicKeySize)
+		}
+		return ed25519.PublicKey(raw), nil
+	}
+	pub, err := audit.ParsePublicKey([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("public key: neither %d bytes in standard base64 nor a PEM public key: %w", ed25519.PublicKeySize, err)
+	}
+	return pub, nil
+}
+
+// AddKey returns the keyring document doc (a keyring file's contents;
+// empty for a new keyring) with e added. The result is checked as the
+// controller checks it at start: a key already listed, an unknown action
+// or a window that ends before it starts is an error, and doc is left as
+// it was.
+func AddKey(doc []byte, e Enrolment) ([]byte, error) {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		doc = []byte(`{"keys": []}`)
+	}
+	if _, err := ParseKeyring(doc); err != nil {
+		return nil, fmt.Errorf("the keyring as it is: %w", err)
+	}
+	var kj keyringJSON
+	if err := json.Unmarshal(doc, &kj); err != nil {
+		return nil, fmt.Errorf("keyring: %w", err)
+	}
+	if len(e.PublicKey) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("enrol %s: public key is %d bytes, want %d", clip(e.Name), len(e.PublicKey), ed25519.PublicKeySize)
+	}
+	actions := slices.Clone(e.Actions)
+	if len(actions) == 0 {
+		actions = []string{ActionsAll}
+	}
+	k := keyJSON{Name: e.Name, PublicKey: base64.StdEncoding.EncodeToString(e.PublicKey), Actions: actions, Comment: e.Comment}
+	if !e.NotBefore.IsZero() {
+		k.NotBefore = e.NotBefore.UTC().Format(time.RFC3339)
+	}
+	if !e.NotAfter.IsZero() {
+		k.NotAfter = e.NotAfter.UTC().Format(time.RFC3339)
+	}
+	kj.Keys = append(kj.Keys, k)
+	out, err := json.MarshalIndent(kj, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("keyring: %w", err)
+	}
+	out = append(out, '\n')
+	if _, err := ParseKeyring(out); err != nil {
+		return nil, fmt.Errorf("enrol %s: %w", clip(e.Name), err)
+	}
+	return out, nil
+}
+
+// EnrolFile adds e to the keyring file at path (made when missing),
+// replacing the file whole: a new file written and synced beside it, then
+// renamed over it, so a controller starting meanwhile reads the old
+// keyring or the new one, never half of one.
+func EnrolFile(path string, e Enrolment) error {
+	doc, err := os.ReadFile(path)
+	mode := os.FileMode(0o644)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		doc = nil
+	case err != nil:
+		return fmt.Errorf("keyring: %w", err)
+	default:
+		if fi, err := os.Stat(path); err == nil {
+			mode = fi.Mode().Perm()
+		}
+	}
+	if len(doc) > maxKeyring {
+		return fmt.Errorf("keyring %s: more than %d bytes", path, maxKeyring)
+	}
+	out, err := AddKey(doc, e)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("keyring: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(out); err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("keyring %s: %w", path, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

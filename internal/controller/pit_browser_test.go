@@ -1,0 +1,284 @@
+package controller
+
+// TestPitConsoleBrowser is issue 14's pit console, end to end: in headless
+// Chromium a supervisor imports their key file once into the pit view of a
+// running `tablectl demo` (it stays in the browser, non-extractable),
+// suspends the table, voids a finished coup and resumes, every command
+// signed in the browser and sent on the table's command topic. The test
+// checks the table's replies on the page, the trail (each command recorded
+// with its signer, and re-verified against the keyring as surveillance
+// would), and what the displays show of the void. Then a key made in the
+// browser is refused until it is enrolled (`tablectl enrol`'s EnrolFile)
+// in the running table's keyring, which the table reloads: the next
+// commands signed with it are accepted, no restart.
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/browsertest"
+	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/internal/testenv"
+)
+
+type consoleEntry struct {
+	State string `json:"state"`
+	ID    string `json:"id"`
+	Text  string `json:"text"`
+}
+
+// consoleSend fills the pit console's form as a supervisor would and
+// presses SIGN & SEND (and CONFIRM for a void), then waits for the
+// table's reply on the page and returns it.
+func consoleSend(t *testing.T, pg *browsertest.Page, action string, args map[string]string, want string) consoleEntry {
+	t.Helper()
+	var before int
+	pg.Eval(`window.pitConsole.log.length`, &before)
+	js := fmt.Sprintf(`(() => { const sel = document.getElementById('pc-action'); sel.value = %q; sel.dispatchEvent(new Event('change'));
+		for (const k of ['coup', 'card', 'reason']) document.getElementById('pc-' + k).value = '';`, action)
+	for k, v := range args {
+		js += fmt.Sprintf(`document.getElementById('pc-%s').value = %q;`, k, v)
+	}
+	js += `document.getElementById('pc-send').click();
+		const yes = document.getElementById('pc-confirm-yes'); if (yes && !document.getElementById('pc-confirm').hidden) yes.click(); return true; })()`
+	pg.Eval(js, nil)
+	cond := fmt.Sprintf(`window.pitConsole.log.length === %d && ['accepted', 'refused', 'no-reply', 'error'].includes(document.querySelector('#pc-log li').dataset.state)`, before+1)
+	pg.WaitFor("the table's reply to "+action+" on the console", cond, `document.getElementById('pc-log').innerText`)
+	var e consoleEntry
+	pg.Eval(`(() => { const li = document.querySelector('#pc-log li'); return {state: li.dataset.state, id: li.dataset.id || '', text: li.innerText}; })()`, &e)
+	if want != "" && e.State != want {
+		t.Fatalf("%s from the pit console: %s, want %s: %s", action, e.State, want, e.Text)
+	}
+	return e
+}
+
+func TestPitConsoleBrowser(t *testing.T) {
+	testenv.Long(t, "the pit console in Chromium against the demo")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	shots := os.Getenv(envDemoScreenshots)
+	if shots == "" {
+		shots = t.TempDir()
+	} else {
+		shots = filepath.Join(shots, "pit-console")
+	}
+	browser := browsertest.Shared(t)
+	browser.Timeout = demoBrowserWait
+
+	dctx, stopDemo := context.WithCancel(ctx)
+	defer stopDemo()
+	ready := make(chan DemoInfo, 1)
+	var logs mqBuffer
+	done := make(chan error, 1)
+	go func() {
+		// Betting stays open 1.5s between coups: time for a suspend to
+		// land between coups, as a supervisor's would.
+		done <- Demo(dctx, DemoOptions{Dir: filepath.Join(t.TempDir(), "demo"), Table: "DEMO", Profile: demoBrowserProfile,
+			MQTTListen: "127.0.0.1:0", MQTTWS: "127.0.0.1:0", HTTP: "127.0.0.1:0", Pace: demoBrowserPace, CoupPace: 1500 * time.Millisecond,
+			Seed: demoBrowserSeed, Shoes: 1, ResultTime: time.Millisecond, Ready: func(i DemoInfo) { ready <- i }, LogTo: &logs})
+	}()
+	var info DemoInfo
+	select {
+	case info = <-ready:
+	case err := <-done:
+		t.Fatalf("demo stopped: %v\n%s", err, logs.String())
+	case <-time.After(demoBrowserWait):
+		t.Fatalf("demo not ready:\n%s", logs.String())
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopDemo()
+			awaitStop(t, "the demo", done, demoBrowserWait, logs.String)
+		}
+	}
+	defer stop()
+
+	pitAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("pit:"+info.PitPassword))
+	pit := browser.OpenContext(ctx, t, info.HTTP+"/pit", 1920, 1080, map[string]string{"Authorization": pitAuth})
+	pub := browser.OpenContext(ctx, t, info.HTTP+"/", 1280, 720, nil)
+	pit.WaitFor("the pit view and its console", `document.body.dataset.loading === 'false' && window.pitConsole !== undefined && document.getElementById('pc-key-import') !== null`,
+		`[document.body.dataset.loading, document.getElementById('pit-console').innerText]`)
+	if pit.Text("#pc-send") != "SIGN & SEND" {
+		t.Errorf("the console's send button says %q", pit.Text("#pc-send"))
+	}
+
+	// The supervisor's key file, imported once: after that the page keeps
+	// a key it cannot give back.
+	pem, err := os.ReadFile(info.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := audit.LoadPrivateKey(info.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pit.Eval(fmt.Sprintf(`(() => { document.getElementById('pc-key-name').value = 'demo'; document.getElementById('pc-key-pem').value = %q;
+		document.getElementById('pc-key-import').click(); return true; })()`, string(pem)), nil)
+	pit.WaitFor("the imported key", `window.pitConsole.signer() !== null`, `document.getElementById('pit-console').innerText`)
+	var key struct {
+		Name, ID, Pub string
+		Extractable   bool
+		PEMLeft       bool
+	}
+	pit.Eval(`(() => { const s = window.pitConsole.signer(); return {Name: s.name, ID: s.id, Pub: s.pub, Extractable: s.key.extractable,
+		PEMLeft: document.documentElement.innerHTML.includes('BEGIN PRIVATE KEY')}; })()`, &key)
+	wantPub := priv.Public().(ed25519.PublicKey)
+	if got, _ := base64.StdEncoding.DecodeString(key.Pub); !wantPub.Equal(ed25519.PublicKey(got)) || key.Name != "demo" || key.Extractable || key.PEMLeft {
+		t.Fatalf("imported key: %+v (want the demo key, not extractable, the PEM gone from the page)", key)
+	}
+	if !strings.Contains(pit.Text("#pc-key"), key.ID) {
+		t.Errorf("the console does not show the key id %s: %q", key.ID, pit.Text("#pc-key"))
+	}
+	// The key stays in the browser: after a reload it is there, still
+	// not extractable.
+	pit.Navigate(info.HTTP + "/pit")
+	pit.WaitFor("the key after a reload", `window.pitConsole !== undefined && window.pitConsole.signer() !== null && window.pitConsole.signer().key.extractable === false && document.body.dataset.loading === 'false'`,
+		`document.getElementById('pit-console').innerText`)
+
+	// Betting open after two coups: suspend the table.
+	pit.WaitFor("two coups dealt, betting open", `document.querySelectorAll('#recall-table tbody tr').length >= 2 && window.tableDisplay.state.coup && window.tableDisplay.state.coup.phase === 'betting_open'`,
+		`[document.querySelectorAll('#recall-table tbody tr').length, window.tableDisplay.state.coup && window.tableDisplay.state.coup.phase]`)
+	susp := consoleSend(t, pit, coup.ActionSuspend, map[string]string{"reason": "pit console: dispute at seat 2"}, "accepted")
+	pub.WaitFor("the public SUSPENDED banner", browsertest.Visible("banner-suspended"), `document.getElementById('table-state').textContent`)
+
+	// Void coup 2, a finished coup of this shoe.
+	pub.WaitFor("coup 2 on the bead plate", `document.querySelector('#road-bead .cell[data-coup="2"]') !== null`, ``)
+	void := consoleSend(t, pit, coup.ActionVoid, map[string]string{"coup": "2", "reason": "pit console: card exposed"}, "accepted")
+	if !strings.Contains(void.Text, "by demo") || !strings.Contains(void.Text, "recorded at seq") {
+		t.Errorf("the console's void entry: %q", void.Text)
+	}
+	pit.WaitFor("coup 2 voided in the recall", `document.querySelector('#recall-table tr.voided[data-coup="2"]') !== null`, `document.getElementById('recall-table').innerText`)
+	pub.WaitFor("coup 2 gone from the public bead plate", `document.querySelector('#road-bead .cell[data-coup="2"]') === null`, ``)
+	// A void the table cannot do: refused, with the table's reason shown.
+	bad := consoleSend(t, pit, coup.ActionVoid, map[string]string{"coup": "99", "reason": "no such coup"}, "refused")
+	if !strings.Contains(bad.Text, signedcmd.CodeTable) {
+		t.Errorf("a refused void shows %q", bad.Text)
+	}
+	pit.SaveScreenshot(shots, "pit-console-void", false)
+	res := consoleSend(t, pit, coup.ActionResume, map[string]string{"reason": "dispute settled"}, "accepted")
+	pub.WaitFor("the table live again", `!(`+browsertest.Visible("banner-suspended")+`) && document.getElementById('table-state').textContent === 'LIVE'`, `document.getElementById('table-state').textContent`)
+
+	// A key made in this browser: only its public half leaves. The table
+	// refuses it until it is enrolled; enrolled, the table's verifier
+	// accepts what the browser signs.
+	pit.Eval(`window.pitConsole.generate('ann').then(() => true)`, nil)
+	var ann struct {
+		Pub         string
+		Extractable bool
+		Wire        string
+	}
+	pit.Eval(`window.pitConsole.sign({action: 'suspend', reason: 'signed by a browser key: ü <&> "quoted"\n'}).then((s) => ({Pub: window.pitConsole.signer().pub,
+		Extractable: window.pitConsole.signer().key.extractable, Wire: s.wire}))`, &ann)
+	if ann.Extractable {
+		t.Error("a key made in the browser is extractable")
+	}
+	consoleSend(t, pit, coup.ActionSuspend, map[string]string{"reason": "not enrolled yet"}, "refused")
+	if txt := pit.Text("#pc-log li"); !strings.Contains(txt, signedcmd.CodeUnknownKey) {
+		t.Errorf("a key not in the keyring: %q", txt)
+	}
+	pit.SaveScreenshot(shots, "pit-console", false)
+	pubKey, err := signedcmd.ParsePublicKey(ann.Pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	enrolment := signedcmd.Enrolment{Name: "ann", PublicKey: pubKey, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}
+	// The table's own verifier, on a keyring with ann enrolled, accepts
+	// what the browser signed.
+	keyring := filepath.Join(t.TempDir(), "supervisors.json")
+	demoRing, err := os.ReadFile(info.Keyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyring, demoRing, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := signedcmd.EnrolFile(keyring, enrolment); err != nil {
+		t.Fatal(err)
+	}
+	kr, err := signedcmd.LoadKeyring(keyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver, err := signedcmd.NewVerifier(signedcmd.VerifierOptions{Table: "DEMO", Keys: kr, Clock: clock.Real})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ver.Verify([]byte(ann.Wire)); err != nil || v.Command.Supervisor != "ann" || v.Command.Reason != "signed by a browser key: ü <&> \"quoted\"\n" {
+		t.Errorf("the table's verifier on a command signed in the browser with an enrolled key: %+v, %v\n%s", v.Command, err, ann.Wire)
+	}
+	// Enrolled in the running demo's keyring (tablectl enrol): the table
+	// reloads it and takes ann's commands, no restart.
+	if err := signedcmd.EnrolFile(info.Keyring, enrolment); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(demoBrowserWait)
+	for {
+		e := consoleSend(t, pit, coup.ActionSuspend, map[string]string{"reason": "ann, enrolled"}, "")
+		if e.State == "accepted" {
+			break
+		}
+		if !strings.Contains(e.Text, signedcmd.CodeUnknownKey) || time.Now().After(deadline) {
+			t.Fatalf("ann's suspend after her enrolment: %s", e.Text)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	annResume := consoleSend(t, pit, coup.ActionResume, map[string]string{"reason": "ann resumes"}, "accepted")
+	if !strings.Contains(annResume.Text, "by ann") {
+		t.Errorf("ann's resume: %q", annResume.Text)
+	}
+	pit.NoProblems()
+	pub.NoProblems()
+
+	// The trail: every command the console sent is recorded with its
+	// signer and verifies against the keyring, long after the fact.
+	stop()
+	r, err := audit.OpenReader(ctx, info.Trail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// The demo's keyring, ann enrolled: every command recorded verifies.
+	demoKeys, err := signedcmd.LoadKeyring(info.Keyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, forged, err := signedcmd.CheckTrail(r.Events(ctx, audit.Query{}), "DEMO", demoKeys)
+	if err != nil || len(forged) > 0 || checked < 5 {
+		t.Errorf("recorded commands: %d checked, forged %+v, %v", checked, forged, err)
+	}
+	found := map[string]bool{}
+	for rec, err := range r.Events(ctx, audit.Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind != string(coup.InCmd) {
+			continue
+		}
+		for _, e := range []consoleEntry{susp, void, res, annResume} {
+			if strings.Contains(string(rec.Body), e.ID) {
+				found[e.ID] = true
+				if signer := map[bool]string{true: `"ann"`, false: `"demo"`}[e.ID == annResume.ID]; !strings.Contains(string(rec.Body), signer) {
+					t.Errorf("row %d records command %s without its signer: %s", rec.Seq, e.ID, rec.Body)
+				}
+			}
+		}
+	}
+	for _, e := range []consoleEntry{susp, void, res, annResume} {
+		if !found[e.ID] {
+			t.Errorf("command %s (%s) is not in the trail", e.ID, e.Text)
+		}
+	}
+}
