@@ -76,6 +76,17 @@ type Store struct {
 	closed   bool
 	attempt  []Record     // the rows of the last commit that reported failure
 	tampered *TamperError // rows found that this store did not write; sticky
+	refused  error        // a finding in the history (HistoryError); sticky
+}
+
+// quarantine makes the store refuse every further write and signature,
+// returning err: the background history check found the trail wrong.
+func (s *Store) quarantine(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == nil {
+		s.refused = err
+	}
 }
 
 // Open opens the trail at path for writing, creating it if it does not
@@ -353,6 +364,9 @@ func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Chec
 	if s.tampered != nil {
 		return nil, nil, s.tampered
 	}
+	if s.refused != nil {
+		return nil, nil, s.refused
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, nil, &WriteError{Op: "begin", Seq: seq, Err: err}
@@ -485,6 +499,9 @@ func (s *Store) checkpointLocked() (Checkpoint, error) {
 	if s.tampered != nil {
 		return Checkpoint{}, s.tampered
 	}
+	if s.refused != nil {
+		return Checkpoint{}, s.refused
+	}
 	if s.head.Seq == 0 {
 		return Checkpoint{}, ErrEmptyTrail
 	}
@@ -542,7 +559,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	var errs []error
-	if s.key != nil && s.head.Seq > s.lastCP && s.tampered == nil {
+	if s.key != nil && s.head.Seq > s.lastCP && s.tampered == nil && s.refused == nil {
 		if _, err := s.checkpointLocked(); err != nil {
 			errs = append(errs, fmt.Errorf("final checkpoint: %w", err))
 		}

@@ -22,6 +22,7 @@ import (
 // each coup it will not publish is waste.
 type roadKeeper interface {
 	Apply(rec audit.Record, t *coup.Table) (changed bool)
+	Seed(t *coup.Table)
 	Payload() ([]byte, error)
 }
 
@@ -71,6 +72,22 @@ func newEngine(topics Topics, table, driver, state string, cfg coup.TableConfig,
 		rp: rp, last: map[string][]byte{}, roadsJSON: []byte("{}"), shoeDue: true,
 		advantage: map[coup.Bet]Alert{},
 	}, nil
+}
+
+// restore starts the engine at a snapshot row of the trail instead of at
+// row 1: the table it holds, and the roads that table's shoe has made.
+func (e *engine) restore(snap audit.Record) error {
+	rp, err := audit.NewReplayerFrom(snap, audit.ReplayVisitor{})
+	if err != nil {
+		return err
+	}
+	e.rp, e.seq, e.at = rp, snap.Seq, snap.At
+	e.shoeDue = true
+	if e.roads != nil {
+		e.roads.Seed(rp.Table())
+		e.roadsDirty = true
+	}
+	return nil
 }
 
 // apply moves the table copy on by one row. Rows must come in order.
