@@ -149,4 +149,3 @@ func (r *Recorder) WaitHistoryCheck(ctx context.Context) (bool, error) {
 	}
 	return r.HistoryCheck()
 }
-
