@@ -92,6 +92,9 @@ type StartInfo struct {
 	// Verified is how many rows were verified before dealing: the whole
 	// trail, or from the snapshot on.
 	Verified int64
+	// First is the first row this start wrote (the configuration when it
+	// changed, else the start row): publishing begins there.
+	First int64
 }
 
 // lostInput tallies the inputs a failing trail could not take.
@@ -271,6 +274,7 @@ func (r *Recorder) rebuild(ctx context.Context, snap *Record) error {
 	if last := recs[len(recs)-1]; last.Kind == KindSnapshot {
 		r.snapSeq = last.Seq
 	}
+	r.start.First = recs[0].Seq
 	r.log.Info("trail rebuilt", "path", r.store.Path(), "snapshot", r.start.Snapshot, "rows_replayed", rp.Rows(), "rows_verified", r.start.Verified,
 		"shoe", r.table.ShoeNumber(), "coup", r.table.CoupNumber(), "phase", r.table.Phase(), "suspended", r.table.Suspended())
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -20,12 +21,24 @@ import (
 // and with alerts up.
 func playInputs(t testing.TB, rng *rand.Rand, shoes int) []coup.Input {
 	t.Helper()
-	shadow, err := coup.NewTable(vipConfig(t))
+	ins, err := play(rng, shoes)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ins
+}
+
+// play is playInputs for a child process, which has no testing.T.
+func play(rng *rand.Rand, shoes int) (ins []coup.Input, err error) {
+	p, err := coup.BuiltinProfile(coup.ProfileVIP)
+	if err != nil {
+		return nil, err
+	}
+	shadow, err := coup.NewTable(coup.DefaultTableConfig(p))
+	if err != nil {
+		return nil, err
+	}
 	at := time.Date(2025, 3, 14, 15, 0, 0, 0, time.UTC)
-	var ins []coup.Input
 	seq := uint32(0)
 	add := func(in coup.Input) {
 		at = at.Add(time.Duration(200+rng.IntN(3000)) * time.Millisecond)
@@ -69,7 +82,7 @@ func playInputs(t testing.TB, rng *rand.Rand, shoes int) []coup.Input {
 				add(coup.Input{Kind: coup.InLink, Link: coup.LinkConnected})
 				cmd(coup.ActionResume, 0)
 				if shadow.Suspended() {
-					t.Fatalf("still suspended: %+v", shadow.Alerts())
+					return nil, fmt.Errorf("still suspended: %+v", shadow.Alerts())
 				}
 				continue
 			}
@@ -95,14 +108,14 @@ func playInputs(t testing.TB, rng *rand.Rand, shoes int) []coup.Input {
 					add(coup.Input{Kind: coup.InTick})
 				}
 			default:
-				t.Fatalf("phase %s in play", shadow.Phase())
+				return nil, fmt.Errorf("phase %s in play", shadow.Phase())
 			}
 		}
 		if shadow.Phase() != coup.PhaseNoShoe {
 			cmd(coup.ActionShoeEnd, 0)
 		}
 	}
-	return ins
+	return ins, nil
 }
 
 // recordAll commits ins through a recorder at path and closes it.
