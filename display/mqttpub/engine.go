@@ -48,6 +48,7 @@ type engine struct {
 	checkpoint  []byte
 	shoeDue     bool
 	shoe        PitShoe            // the last analysis
+	shoeJSON    []byte             // shoe encoded, nil until it is again after an analysis
 	shoeAlerts  []Message          // advantage alerts raised or resolved by it, not yet published
 	quiet       bool               // rebuilding: no analysis until publishing starts
 	advantage   map[coup.Bet]Alert // the bets now in the player's favour
@@ -279,7 +280,16 @@ func (e *engine) retainedMessages(force bool) []Message {
 	}
 	out = append(out, e.shoeAlerts...)
 	e.shoeAlerts = nil
-	put(TopicPitShoe, e.shoe)
+	if e.shoeJSON == nil {
+		// pit/shoe changes once a coup; encoding it after every row cost
+		// the publisher more than any other payload.
+		if m, ok := e.msg(TopicPitShoe, 1, true, e.shoe); ok {
+			e.shoeJSON = m.Payload
+		}
+	}
+	if e.shoeJSON != nil {
+		putRaw(TopicPitShoe, e.shoeJSON)
+	}
 	out = append(out, e.auditAlert()...)
 	put(TopicPitAlertsActive, e.active(t))
 	if e.checkpoint != nil {
@@ -349,7 +359,7 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 
 func (e *engine) analyseNow() {
 	shoe, alerts := e.analyse(e.rp.Table())
-	e.shoe, e.shoeDue = shoe, false
+	e.shoe, e.shoeDue, e.shoeJSON = shoe, false, nil
 	e.shoeAlerts = append(e.shoeAlerts, alerts...)
 }
 
