@@ -22,12 +22,12 @@ func TestVerifyChunksMatchRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	edits := map[string]string{
-		"clean":     ``,
-		"body":      `UPDATE events SET body = replace(body, '"', ' "') WHERE seq = 5000`,
-		"deleted":   `DELETE FROM events WHERE seq = 4097`,
-		"at":        `UPDATE events SET at = '2025-03-14T15:09:26.500Z' WHERE seq = 9`,
-		"hash":      `UPDATE events SET hash = 'zz' || substr(hash, 3) WHERE seq = 8191`,
-		"nul body":  `UPDATE events SET body = body || char(0) || 'x' WHERE seq = 13`,
+		"clean":    ``,
+		"body":     `UPDATE events SET body = replace(body, '"', ' "') WHERE seq = 5000`,
+		"deleted":  `DELETE FROM events WHERE seq = 4097`,
+		"at":       `UPDATE events SET at = '2025-03-14T15:09:26.500Z' WHERE seq = 9`,
+		"hash":     `UPDATE events SET hash = 'zz' || substr(hash, 3) WHERE seq = 8191`,
+		"nul body": `UPDATE events SET body = body || char(0) || 'x' WHERE seq = 13`,
 	}
 	for name, edit := range edits {
 		p := copyTrail(t, path)
