@@ -76,7 +76,7 @@ flags:
 	fs.IntVar(&o.Floor, "floor", 0, "floor samples (default 10000; --quick 150)")
 	fs.DurationVar(&o.Gap, "gap", 0, "card to display: rest after each row arrives, before the next sentence (default 2ms)")
 	fs.IntVar(&o.ThroughputCards, "throughput-cards", 0, "cards dealt in each throughput run, paced and full speed (default 20000; --quick 400)")
-	fs.Float64Var(&o.ThroughputRate, "throughput-rate", 0, "cards a second of the paced throughput run: the goal (default 2000)")
+	fs.Float64Var(&o.ThroughputRate, "throughput-rate", 0, "cards a second of the paced throughput run: the goal (default 4000)")
 	fs.IntVar(&o.TrailRows, "trail-rows", 0, "rows of the trail verified and replayed (default 1000000; --quick 20000)")
 	startupRows := fs.String("startup-rows", "", "the trails started on, comma-separated row counts (default 100000,10000000; --quick 5000,50000)")
 	fs.IntVar(&o.OddsShoes, "odds-shoes", 0, "shoes whose every coup is priced (default 8; --quick 1)")

@@ -89,7 +89,7 @@ func (o *Options) Sizes(quick bool) {
 	set(&o.Floor, 10_000, 150)
 	set(&o.ThroughputCards, 20_000, 400)
 	if o.ThroughputRate == 0 {
-		o.ThroughputRate = 2000
+		o.ThroughputRate = 4000
 	}
 	set(&o.TrailRows, 1_000_000, 20_000)
 	if len(o.StartupRows) == 0 {
