@@ -178,6 +178,18 @@ func (e *engine) rowMessages(rec audit.Record) []Message {
 				By:      b.Supervisor, Seq: rec.Seq, At: rec.At, Command: b.ID, Code: b.Code,
 			}))
 		}
+	case audit.KindDiskLow, audit.KindDiskOK:
+		var b audit.DiskBody
+		if json.Unmarshal(rec.Body, &b) == nil {
+			a := Alert{State: AlertRaised, ID: "disk", Source: SourceAudit, Kind: "disk_low", Seq: rec.Seq, At: rec.At,
+				Message: fmt.Sprintf("%d MiB free under the audit trail, below the floor of %d MiB: about %.0f days of play left; move the trail off the box or make room",
+					b.FreeBytes>>20, b.FloorBytes>>20, b.DaysLeft)}
+			if rec.Kind == audit.KindDiskOK {
+				a.State = AlertResolved
+				a.Message = fmt.Sprintf("%d MiB free under the audit trail again (floor %d MiB)", b.FreeBytes>>20, b.FloorBytes>>20)
+			}
+			add(e.msg(TopicPitAlerts, 1, false, a))
+		}
 	case command.KindRefusals:
 		var b command.RefusalsBody
 		if json.Unmarshal(rec.Body, &b) == nil {

@@ -2,6 +2,7 @@ package mqttpub
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -182,4 +183,27 @@ func BenchmarkEngineRow(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/row")
+}
+
+// TestDiskRowsAlert: the free-space rows the controller records reach the
+// pit as an alert raised and resolved.
+func TestDiskRowsAlert(t *testing.T) {
+	e, err := newEngine(Topics{Prefix: "t"}, tableID, "sim", "online", vipConfig(t), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ kind, state string }{{audit.KindDiskLow, AlertRaised}, {audit.KindDiskOK, AlertResolved}} {
+		body, _ := json.Marshal(audit.DiskBody{Path: "trail.db", FreeBytes: 900 << 20, TotalBytes: 32 << 30, FloorBytes: 1 << 30, DaysLeft: 19.1})
+		msgs := e.rowMessages(audit.Record{Seq: 7, Kind: tt.kind, Body: body})
+		if len(msgs) != 1 || msgs[0].Topic != "t/"+TopicPitAlerts {
+			t.Fatalf("%s: %+v", tt.kind, msgs)
+		}
+		var a Alert
+		if err := json.Unmarshal(msgs[0].Payload, &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.State != tt.state || a.Kind != "disk_low" || a.Source != SourceAudit || a.ID != "disk" {
+			t.Fatalf("%s: %+v", tt.kind, a)
+		}
+	}
 }

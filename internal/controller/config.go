@@ -130,6 +130,10 @@ type AuditSection struct {
 	// carries a signed checkpoint of its own head, so a row after the last
 	// checkpoint is a row the controller did not write.
 	CheckpointEvery int64 `json:"checkpoint_every,omitempty"`
+	// FreeSpaceFloorMB is the free space (MiB) under the trail below which
+	// the pit is warned (a ctl.disk_low row and a pit/alerts alert); 0 is
+	// 10% of the file system, at most 2 GiB.
+	FreeSpaceFloorMB int64 `json:"free_space_floor_mb,omitempty"`
 }
 
 // HTTPSection is the controller's read-only HTTP endpoints.

@@ -479,6 +479,7 @@ func (ctl *Controller) Run(ctx context.Context) error {
 	parts.start("shoe link", func() { ctl.link.Run(ctx) })
 	parts.start("table timers", func() { ctl.rec.RunTimers(ctx) })
 	parts.start("rejection summaries", func() { ctl.summariseRejects(ctx) })
+	parts.start("disk watch", func() { ctl.watchDisk(ctx) })
 	if ctl.pub != nil {
 		parts.start("mqtt publisher", func() {
 			if err := ctl.pub.Run(ctx); err != nil {
