@@ -1,6 +1,5 @@
 package audit
 
-
 // Rows the controller writes about the disk the trail is on.
 const (
 	// KindDiskLow records that the free space under the trail fell below
