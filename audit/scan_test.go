@@ -16,7 +16,9 @@ func TestVerifyChunksMatchRows(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t, Options{Table: "T1", Key: testKey(), CheckpointEvery: 7})
 	for range 30 { // more than one chunk
-		appendAll(t, s, sampleEvents(300))
+		if _, err := s.AppendBatch(ctx, sampleEvents(300)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
