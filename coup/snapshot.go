@@ -75,15 +75,16 @@ type snapBurn struct {
 	Burned   int     `json:"burned"`
 }
 
-// snapCard mirrors DealtCard, whose Position is not in its JSON form.
+// snapCard mirrors DealtCard, whose Position is not in its JSON form. The
+// names are short: a shoe's coups hold hundreds of cards.
 type snapCard struct {
-	Position   Position `json:"position"`
-	Card       uint16   `json:"card"`
-	Unreadable bool     `json:"unreadable"`
-	Impossible bool     `json:"impossible"`
-	Manual     bool     `json:"manual"`
-	Hidden     bool     `json:"hidden"`
-	ShoeSeq    uint32   `json:"shoe_seq"`
+	Position   Position `json:"p"`
+	Card       uint16   `json:"c"`
+	Unreadable bool     `json:"u,omitempty"`
+	Impossible bool     `json:"i,omitempty"`
+	Manual     bool     `json:"m,omitempty"`
+	Hidden     bool     `json:"h,omitempty"`
+	ShoeSeq    uint32   `json:"q,omitempty"`
 }
 
 // snapRecord mirrors CoupRecord.
