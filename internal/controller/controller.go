@@ -155,7 +155,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		}
 	}
 	rec, err := audit.OpenRecorder(ctx, c.Audit.Path, audit.RecorderOptions{
-		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1,
+		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1, SnapshotEvery: c.Audit.SnapshotEvery,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
 	})
 	if err != nil {
