@@ -82,3 +82,27 @@ func TestValidChunk(t *testing.T) {
 		}
 	}
 }
+
+// FuzzValidChunk: the chunk text comes from a file that may be hostile;
+// whatever validChunk accepts, parseChunkRow takes apart into exactly n
+// rows without running off the end.
+func FuzzValidChunk(f *testing.F) {
+	f.Add("1 0 0 3 1 2 4 4 atkbdprevhash!", int64(1))
+	f.Add("1 0 0 3 1 2 4 4 atkbdprevhash!2 -1 5 1 1 1 1 1 abcde", int64(2))
+	f.Add("9 9 9 0 0 0 0 0 ", int64(1))
+	f.Fuzz(func(t *testing.T, text string, n int64) {
+		if n < 0 || n > 1000 || !validChunk(text, n) {
+			return
+		}
+		rows := int64(0)
+		for rest := text; rest != ""; rows++ {
+			if rows >= n {
+				t.Fatalf("more than %d rows in %q", n, text)
+			}
+			_, rest = parseChunkRow(rest)
+		}
+		if rows != n {
+			t.Fatalf("%d rows in %q, validChunk said %d", rows, text, n)
+		}
+	})
+}
