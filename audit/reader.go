@@ -181,30 +181,7 @@ func (r *Reader) LastCheckpoint(ctx context.Context) (c Checkpoint, ok bool, err
 // readCheckpoints reads the checkpoints table; rows that do not parse come
 // back as malformed findings rather than errors, for Verify.
 func readCheckpoints(ctx context.Context, q queryer, table string) ([]Checkpoint, []Finding, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, head_hash, signed_at, key_id, signature FROM checkpoints ORDER BY seq`)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read checkpoints: %w", err)
-	}
-	defer rows.Close()
-	var cps []Checkpoint
-	var bad []Finding
-	for rows.Next() {
-		var seq, head, at, keyID, sig any
-		if err := rows.Scan(&seq, &head, &at, &keyID, &sig); err != nil {
-			return nil, nil, fmt.Errorf("read checkpoints: %w", err)
-		}
-		c, err := decodeCheckpointRow(table, seq, head, at, keyID, sig)
-		if err != nil {
-			s, _ := seq.(int64)
-			bad = append(bad, Finding{Kind: FindingMalformed, Seq: s, Detail: "stored checkpoint: " + err.Error()})
-			continue
-		}
-		cps = append(cps, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read checkpoints: %w", err)
-	}
-	return cps, bad, nil
+	return readCheckpointsFrom(ctx, q, table, 0)
 }
 
 func decodeCheckpointRow(table string, seq, head, at, keyID, sig any) (Checkpoint, error) {

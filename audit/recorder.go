@@ -43,6 +43,13 @@ type RecorderOptions struct {
 	// Version is the running build (internal/buildinfo), recorded in each
 	// start row so a row can be traced to the code that wrote it.
 	Version string
+	// SnapshotEvery is how many rows may pass between two snapshots of the
+	// table (KindSnapshot): a start replays at most about that many. 0 is
+	// the package's SnapshotEvery; negative writes none.
+	SnapshotEvery int64
+	// NoHistoryCheck leaves out the background verification of the rows
+	// before the snapshot a start used (tests of other things).
+	NoHistoryCheck bool
 }
 
 // Commit is what one committed input produced: its rows (the input first,
@@ -72,6 +79,25 @@ type Recorder struct {
 	lastAt  time.Time // the last input's time: inputs never go back before it
 	failing error     // the last write failure, until a write succeeds again
 	lost    lostInput // what was not recorded while failing
+	snapSeq int64     // the last snapshot row, 0 if none
+	start   StartInfo
+
+	history historyCheck
+}
+
+// StartInfo says how a recorder rebuilt its table.
+type StartInfo struct {
+	// Snapshot is the snapshot row the table was restored from, 0 for a
+	// replay from row 1 (a trail with no snapshot, or a new one).
+	Snapshot int64
+	// Replayed is how many rows were replayed on top of it.
+	Replayed int64
+	// Verified is how many rows were verified before dealing: the whole
+	// trail, or from the snapshot on.
+	Verified int64
+	// First is the first row this start wrote (the configuration when it
+	// changed, else the start row): publishing begins there.
+	First int64
 }
 
 // lostInput tallies the inputs a failing trail could not take.
@@ -93,35 +119,70 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
+	if opt.SnapshotEvery == 0 {
+		opt.SnapshotEvery = SnapshotEvery
+	}
 	if err := probeWritable(path); err != nil {
 		return nil, err
 	}
+	var keys []ed25519.PublicKey
+	if key, err := checkSigner(opt.Key); err != nil {
+		return nil, err
+	} else if key != nil {
+		keys = []ed25519.PublicKey{SignerPublic(key)}
+	}
+	var snap *Record
+	var verified int64
 	if _, err := os.Stat(path); err == nil {
-		vo := VerifyOptions{}
-		if key, err := checkSigner(opt.Key); err != nil {
-			return nil, err
-		} else if key != nil {
-			vo.PublicKeys = []ed25519.PublicKey{SignerPublic(key)}
-		}
-		rep, err := Verify(ctx, path, vo)
+		rep, s, err := verifyForStart(ctx, path, keys)
 		if err != nil {
 			return nil, fmt.Errorf("verify %s: %w", path, err)
 		}
 		if !rep.OK() {
+			if len(rep.Findings) == 0 {
+				return nil, fmt.Errorf("verify %s: %s", path, rep.Unverifiable)
+			}
 			return nil, fmt.Errorf("verify %s: %d findings, first: %s at seq %d: %s", path, len(rep.Findings),
 				rep.Findings[0].Kind, rep.Findings[0].Seq, rep.Findings[0].Detail)
 		}
+		snap, verified = s, rep.Events
 	}
 	st, err := Open(ctx, path, Options{Table: opt.Table, Clock: opt.Clock, Key: opt.Key, CheckpointEvery: opt.CheckpointEvery, Logger: opt.Logger})
 	if err != nil {
 		return nil, err
 	}
 	r := &Recorder{opt: opt, clock: clock.Or(opt.Clock), log: opt.Logger, store: st, changed: make(chan struct{}, 1)}
-	if err := r.rebuild(ctx); err != nil {
+	r.start.Verified = verified
+	if err := r.rebuild(ctx, snap); err != nil {
 		st.Close()
 		return nil, err
 	}
+	if snap != nil && !opt.NoHistoryCheck {
+		r.history.start(r, keys, snap.Seq)
+	}
 	return r, nil
+}
+
+// verifyForStart checks what a start needs. With a snapshot in the trail,
+// that is the chain from the newest snapshot to the head and the signed
+// checkpoint of the head (Reader.VerifyFrom): time that does not grow with
+// the history. Without one, the whole trail.
+func verifyForStart(ctx context.Context, path string, keys []ed25519.PublicKey) (*Report, *Record, error) {
+	rd, err := OpenReader(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rd.Close()
+	snap, ok, err := rd.LastSnapshot(ctx, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		rep, err := rd.Verify(ctx, VerifyOptions{PublicKeys: keys})
+		return rep, nil, err
+	}
+	rep, err := rd.VerifyFrom(ctx, snap.Seq, keys)
+	return rep, &snap, err
 }
 
 // probeWritable refuses, naming the file, a trail the controller could not
@@ -143,25 +204,50 @@ func probeWritable(path string) error {
 	return nil
 }
 
-// rebuild replays the whole trail into a table and records the
-// configuration and this start.
-func (r *Recorder) rebuild(ctx context.Context) error {
+// rebuild restores the table from the snapshot (nil: a new table) and
+// replays the rows after it, then records the configuration and this start.
+func (r *Recorder) rebuild(ctx context.Context, snap *Record) error {
 	var lastCfg json.RawMessage
-	rp, err := Replay(r.store.Events(ctx, Query{}), r.opt.Config, ReplayVisitor{
+	v := ReplayVisitor{
 		Input: func(_ Record, in coup.Input, _ []coup.Event, _ *coup.Table) { r.lastAt = in.At },
 		Other: func(rec Record) {
 			if rec.Kind == KindConfig {
 				lastCfg = rec.Body
 			}
 		},
-	})
-	if err != nil {
-		return fmt.Errorf("rebuild from %s: %w", r.store.Path(), err)
 	}
+	var rp *Replayer
+	var err error
+	from := int64(1)
+	if snap != nil {
+		if rp, err = NewReplayerFrom(*snap, v); err != nil {
+			return fmt.Errorf("rebuild from %s: %w", r.store.Path(), err)
+		}
+		r.lastAt, r.snapSeq, from = rp.lastAt, snap.Seq, snap.Seq+1
+		if lastCfg, err = CanonicalJSON(rp.Table().Config()); err != nil {
+			return fmt.Errorf("rebuild from %s: %w", r.store.Path(), err)
+		}
+	} else if rp, err = NewReplayer(r.opt.Config, v); err != nil {
+		return err
+	}
+	for rec, err := range Prefetch(r.store.Events(ctx, Query{From: from})) {
+		if err != nil {
+			return fmt.Errorf("rebuild from %s: %w", r.store.Path(), err)
+		}
+		rp.Row(rec)
+		if rec.Kind == KindSnapshot {
+			r.snapSeq = rec.Seq
+		}
+	}
+	rp.Finish()
 	if d := rp.Differences(); len(d) > 0 {
 		return fmt.Errorf("%w: %d rows, first at seq %d (%s): %s", ErrTrailDiffers, len(d), d[0].Seq, d[0].Kind, d[0].Detail)
 	}
 	r.table = rp.Table()
+	r.start.Replayed = rp.Rows()
+	if snap != nil {
+		r.start.Snapshot = snap.Seq
+	}
 	var events []Event
 	if lastCfg == nil || !sameConfig(lastCfg, r.opt.Config) {
 		if err := r.table.Reconfigure(r.opt.Config); err != nil {
@@ -175,14 +261,33 @@ func (r *Recorder) rebuild(ctx context.Context) error {
 	if r.opt.Version != "" {
 		start["version"] = r.opt.Version
 	}
+	if snap != nil {
+		start["snapshot"] = snap.Seq
+	}
 	events = append(events, Event{Kind: KindStart, Shoe: int64(r.table.ShoeNumber()), Body: start})
-	if _, err := r.store.AppendBatch(ctx, events); err != nil {
+	if r.opt.SnapshotEvery > 0 && rp.Rows() >= min(r.opt.SnapshotEvery, 1000) {
+		// The next start replays from here.
+		ev, err := SnapshotEvent(r.table, r.lastAt)
+		if err != nil {
+			return err
+		}
+		events = append(events, ev)
+	}
+	recs, err := r.store.AppendBatch(ctx, events)
+	if err != nil {
 		return fmt.Errorf("record the start: %w", err)
 	}
-	r.log.Info("trail rebuilt", "path", r.store.Path(), "rows", rp.Rows(), "shoe", r.table.ShoeNumber(),
-		"coup", r.table.CoupNumber(), "phase", r.table.Phase(), "suspended", r.table.Suspended())
+	if last := recs[len(recs)-1]; last.Kind == KindSnapshot {
+		r.snapSeq = last.Seq
+	}
+	r.start.First = recs[0].Seq
+	r.log.Info("trail rebuilt", "path", r.store.Path(), "snapshot", r.start.Snapshot, "rows_replayed", rp.Rows(), "rows_verified", r.start.Verified,
+		"shoe", r.table.ShoeNumber(), "coup", r.table.CoupNumber(), "phase", r.table.Phase(), "suspended", r.table.Suspended())
 	return nil
 }
+
+// Start says how the table was rebuilt.
+func (r *Recorder) Start() StartInfo { return r.start }
 
 // sameConfig compares a recorded configuration with the one in force.
 func sameConfig(recorded json.RawMessage, cfg coup.TableConfig) bool {
@@ -275,9 +380,24 @@ func (r *Recorder) commit(ctx context.Context, ins []coup.Input) ([]Commit, erro
 		bounds[i+1] = len(evs)
 		cs[i] = Commit{Input: in, Events: derived, Public: next.PublicView(), Pit: next.PitView()}
 	}
+	snap := false
+	if every := r.opt.SnapshotEvery; every > 0 && r.store.Head().Seq+int64(len(evs))-r.snapSeq >= every {
+		// Rarely (every SnapshotEvery rows): the table as this commit
+		// leaves it, in the same transaction, after the commit's rows.
+		if ev, err := SnapshotEvent(next, ins[len(ins)-1].At); err != nil {
+			r.log.Error("table snapshot does not encode; carrying on without", "err", err)
+		} else {
+			evs = append(evs, ev)
+			bounds[len(ins)] = len(evs)
+			snap = true
+		}
+	}
 	recs, err := r.store.AppendBatch(ctx, evs)
 	if err != nil {
 		return nil, err
+	}
+	if snap {
+		r.snapSeq = recs[len(recs)-1].Seq
 	}
 	if r.opt.ObserveCommit != nil {
 		r.opt.ObserveCommit(time.Since(start), len(recs))
@@ -416,8 +536,10 @@ func (r *Recorder) Record(ctx context.Context, e Event) (Record, error) {
 // Store is the trail, for reads (resync, recall, export).
 func (r *Recorder) Store() *Store { return r.store }
 
-// Close signs a last checkpoint and closes the trail.
+// Close stops the history check, signs a last checkpoint and closes the
+// trail.
 func (r *Recorder) Close() error {
+	r.history.stop()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.store.Close()

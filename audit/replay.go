@@ -7,6 +7,7 @@ import (
 	"iter"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tablectl/tablectl/coup"
 )
@@ -51,6 +52,7 @@ type Replayer struct {
 	visitor ReplayVisitor
 	maxDiff int
 	rows    int64
+	lastAt  time.Time // the last input's time, as a snapshot row records it
 	enc     *canonEncoder
 	fast    []byte // appendEventJSON's buffer
 }
@@ -95,6 +97,7 @@ func (r *Replayer) Row(rec Record) {
 			return
 		}
 		derived := r.table.Apply(in)
+		r.lastAt = in.At
 		r.want = tableEvents(derived)
 		r.wantAt = rec.Seq
 		if r.visitor.Input != nil {
@@ -110,6 +113,11 @@ func (r *Replayer) Row(rec Record) {
 				r.differ(rec, "config does not decode: %v", err)
 			} else if err := r.table.Reconfigure(cfg); err != nil {
 				r.differ(rec, "config refused: %v", err)
+			}
+		}
+		if rec.Kind == KindSnapshot {
+			if err := r.snapshotMatches(rec); err != nil {
+				r.differ(rec, "%v", err)
 			}
 		}
 		if r.visitor.Other != nil {

@@ -152,11 +152,23 @@ func readTableID(ctx context.Context, q queryer) (string, error) {
 	return id, nil
 }
 
+// headQuery reads the last row's seq and hash.
+const headQuery = `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`
+
 // dbHead reads the last row's seq and hash.
 func dbHead(ctx context.Context, q queryer) (Head, error) {
+	return scanHead(q.QueryRowContext(ctx, headQuery))
+}
+
+// stmtHead is dbHead through a prepared statement.
+func stmtHead(ctx context.Context, st *sql.Stmt) (Head, error) {
+	return scanHead(st.QueryRowContext(ctx))
+}
+
+func scanHead(row *sql.Row) (Head, error) {
 	var seq int64
 	var hash string
-	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	err := row.Scan(&seq, &hash)
 	if err == sql.ErrNoRows {
 		return Head{}, nil
 	}

@@ -229,51 +229,27 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		atSeq[c.Seq] = nil
 	}
 
-	rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events ORDER BY seq`)
-	if err != nil {
-		return nil, fmt.Errorf("verify %s: read events: %w", r.path, err)
-	}
-	defer rows.Close()
 	prev := Head{}
-	var vSeq, vAt, vKind, vShoe, vCoup, vBody, vPrev, vHash any
-	for rows.Next() {
-		if err := rows.Scan(&vSeq, &vAt, &vKind, &vShoe, &vCoup, &vBody, &vPrev, &vHash); err != nil {
-			return nil, fmt.Errorf("verify %s: read row after seq %d: %w", r.path, prev.Seq, err)
-		}
+	// checkRow checks one row whose values have the stored types.
+	checkRow := func(seq int64, at, kind string, shoe, coup int64, body, prevText, hashText string) {
 		rep.Events++
-		seq, ok := vSeq.(int64)
-		if !ok {
-			// Cannot happen with an INTEGER PRIMARY KEY; kept so hostile
-			// files never panic the checker.
-			rep.add(limit, Finding{FindingMalformed, prev.Seq + 1, fmt.Sprintf("row after seq %d has seq %v", prev.Seq, vSeq)})
-			continue
-		}
 		link := true
 		if seq != prev.Seq+1 {
 			rep.add(limit, Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
 			link = false // the predecessor is gone: its link cannot be checked
 		}
-		shoe, ok1 := vShoe.(int64)
-		coup, ok2 := vCoup.(int64)
-		prevHash, errPrev := ParseHash(asText(vPrev))
-		hash, errHash := ParseHash(asText(vHash))
+		prevHash, errPrev := ParseHash(prevText)
+		hash, errHash := ParseHash(hashText)
 		switch {
-		case !ok1 || !ok2:
-			rep.add(limit, Finding{FindingMalformed, seq, fmt.Sprintf("shoe %v, coup %v: not integers", vShoe, vCoup)})
 		case errPrev != nil:
 			rep.add(limit, Finding{FindingMalformed, seq, "prev_hash: " + errPrev.Error()})
 		case errHash != nil:
 			rep.add(limit, Finding{FindingMalformed, seq, "hash: " + errHash.Error()})
 		default:
-			body := vBody
-			if b, ok := body.([]byte); ok {
-				body = string(b)
+			if !canonicalTime(at) {
+				rep.add(limit, Finding{FindingMalformed, seq, fmt.Sprintf("at %q is not a time in the trail's canonical form", at)})
 			}
-			if t, err := parseTime(asText(vAt)); err != nil || formatTime(t) != asText(vAt) {
-				rep.add(limit, Finding{FindingMalformed, seq, fmt.Sprintf("at %q is not a time in the trail's canonical form", asText(vAt))})
-			}
-			want := rowHash(seq, asText(vAt), asText(vKind), shoe, coup, []byte(asText(body)), prevHash)
-			if want != hash {
+			if want := rowHashString(seq, at, kind, shoe, coup, body, prevHash); want != hash {
 				rep.add(limit, Finding{FindingEdited, seq, fmt.Sprintf("stored hash %s, fields hash to %s", hash, want)})
 			}
 			if link && prevHash != prev.Hash {
@@ -286,7 +262,35 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		}
 		prev = Head{Seq: seq, Hash: hash}
 	}
-	if err := rows.Err(); err != nil {
+	// checkAny checks a row read value by value, whatever types a hostile
+	// file holds.
+	checkAny := func(vSeq, vAt, vKind, vShoe, vCoup, vBody, vPrev, vHash any) {
+		seq, ok := vSeq.(int64)
+		if !ok {
+			// Cannot happen with an INTEGER PRIMARY KEY; kept so hostile
+			// files never panic the checker.
+			rep.Events++
+			rep.add(limit, Finding{FindingMalformed, prev.Seq + 1, fmt.Sprintf("row after seq %d has seq %v", prev.Seq, vSeq)})
+			return
+		}
+		shoe, ok1 := vShoe.(int64)
+		coup, ok2 := vCoup.(int64)
+		if !ok1 || !ok2 {
+			rep.Events++
+			if seq != prev.Seq+1 {
+				rep.add(limit, Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
+			}
+			rep.add(limit, Finding{FindingMalformed, seq, fmt.Sprintf("shoe %v, coup %v: not integers", vShoe, vCoup)})
+			h, _ := ParseHash(asText(vHash))
+			if _, ok := atSeq[seq]; ok {
+				atSeq[seq] = &h
+			}
+			prev = Head{Seq: seq, Hash: h}
+			return
+		}
+		checkRow(seq, asText(vAt), asText(vKind), shoe, coup, asText(vBody), asText(vPrev), asText(vHash))
+	}
+	if err := scanTrail(ctx, tx, checkRow, checkAny); err != nil {
 		return nil, fmt.Errorf("verify %s: read events after seq %d: %w", r.path, prev.Seq, err)
 	}
 	rep.Head = prev

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -75,8 +76,9 @@ flags:
 	fs.IntVar(&o.Floor, "floor", 0, "floor samples (default 10000; --quick 150)")
 	fs.DurationVar(&o.Gap, "gap", 0, "card to display: rest after each row arrives, before the next sentence (default 2ms)")
 	fs.IntVar(&o.ThroughputCards, "throughput-cards", 0, "cards dealt in each throughput run, paced and full speed (default 20000; --quick 400)")
-	fs.Float64Var(&o.ThroughputRate, "throughput-rate", 0, "cards a second of the paced throughput run: the goal (default 2000)")
-	fs.IntVar(&o.TrailRows, "trail-rows", 0, "rows of the trail verified, replayed and started on (default 1000000; --quick 20000)")
+	fs.Float64Var(&o.ThroughputRate, "throughput-rate", 0, "cards a second of the paced throughput run: the goal (default 4000)")
+	fs.IntVar(&o.TrailRows, "trail-rows", 0, "rows of the trail verified and replayed (default 1000000; --quick 20000)")
+	startupRows := fs.String("startup-rows", "", "the trails started on, comma-separated row counts (default 100000,10000000; --quick 5000,50000)")
 	fs.IntVar(&o.OddsShoes, "odds-shoes", 0, "shoes whose every coup is priced (default 8; --quick 1)")
 	fs.DurationVar(&o.Session, "session", 0, "footprint: the session's length in play (default 12h; --quick 30m)")
 	fs.DurationVar(&o.SessionWall, "session-wall", 0, "footprint: the wall time it is compressed into (default 2m30s; --quick 5s)")
@@ -110,6 +112,15 @@ flags:
 				return fmt.Errorf("--only: no part %q (the parts: %s)", part, strings.Join(bench.Parts, ", "))
 			}
 			o.Only = append(o.Only, part)
+		}
+	}
+	if *startupRows != "" {
+		for _, f := range strings.Split(*startupRows, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 3 {
+				return fmt.Errorf("--startup-rows: %q is not a row count of 3 or more", f)
+			}
+			o.StartupRows = append(o.StartupRows, n)
 		}
 	}
 	if o.Session < 0 || o.SessionWall < 0 || o.Gap < 0 || o.Cards < 0 || o.Floor < 0 || o.ThroughputCards < 0 || o.ThroughputRate < 0 || o.TrailRows < 0 || o.OddsShoes < 0 {

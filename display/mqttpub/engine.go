@@ -22,6 +22,7 @@ import (
 // each coup it will not publish is waste.
 type roadKeeper interface {
 	Apply(rec audit.Record, t *coup.Table) (changed bool)
+	Seed(t *coup.Table)
 	Payload() ([]byte, error)
 }
 
@@ -47,6 +48,7 @@ type engine struct {
 	checkpoint  []byte
 	shoeDue     bool
 	shoe        PitShoe            // the last analysis
+	shoeJSON    []byte             // shoe encoded, nil until it is again after an analysis
 	shoeAlerts  []Message          // advantage alerts raised or resolved by it, not yet published
 	quiet       bool               // rebuilding: no analysis until publishing starts
 	advantage   map[coup.Bet]Alert // the bets now in the player's favour
@@ -71,6 +73,22 @@ func newEngine(topics Topics, table, driver, state string, cfg coup.TableConfig,
 		rp: rp, last: map[string][]byte{}, roadsJSON: []byte("{}"), shoeDue: true,
 		advantage: map[coup.Bet]Alert{},
 	}, nil
+}
+
+// restore starts the engine at a snapshot row of the trail instead of at
+// row 1: the table it holds, and the roads that table's shoe has made.
+func (e *engine) restore(snap audit.Record) error {
+	rp, err := audit.NewReplayerFrom(snap, audit.ReplayVisitor{})
+	if err != nil {
+		return err
+	}
+	e.rp, e.seq, e.at = rp, snap.Seq, snap.At
+	e.shoeDue = true
+	if e.roads != nil {
+		e.roads.Seed(rp.Table())
+		e.roadsDirty = true
+	}
+	return nil
 }
 
 // apply moves the table copy on by one row. Rows must come in order.
@@ -159,6 +177,18 @@ func (e *engine) rowMessages(rec audit.Record) []Message {
 				Message: fmt.Sprintf("command %s from %q refused: %s: %s", orNone(b.Action), b.Supervisor, b.Code, b.Reason),
 				By:      b.Supervisor, Seq: rec.Seq, At: rec.At, Command: b.ID, Code: b.Code,
 			}))
+		}
+	case audit.KindDiskLow, audit.KindDiskOK:
+		var b audit.DiskBody
+		if json.Unmarshal(rec.Body, &b) == nil {
+			a := Alert{State: AlertRaised, ID: "disk", Source: SourceAudit, Kind: "disk_low", Seq: rec.Seq, At: rec.At,
+				Message: fmt.Sprintf("%d MiB free under the audit trail, below the floor of %d MiB: about %.0f days of play left; move the trail off the box or make room",
+					b.FreeBytes>>20, b.FloorBytes>>20, b.DaysLeft)}
+			if rec.Kind == audit.KindDiskOK {
+				a.State = AlertResolved
+				a.Message = fmt.Sprintf("%d MiB free under the audit trail again (floor %d MiB)", b.FreeBytes>>20, b.FloorBytes>>20)
+			}
+			add(e.msg(TopicPitAlerts, 1, false, a))
 		}
 	case command.KindRefusals:
 		var b command.RefusalsBody
@@ -262,7 +292,16 @@ func (e *engine) retainedMessages(force bool) []Message {
 	}
 	out = append(out, e.shoeAlerts...)
 	e.shoeAlerts = nil
-	put(TopicPitShoe, e.shoe)
+	if e.shoeJSON == nil {
+		// pit/shoe changes once a coup; encoding it after every row cost
+		// the publisher more than any other payload.
+		if m, ok := e.msg(TopicPitShoe, 1, true, e.shoe); ok {
+			e.shoeJSON = m.Payload
+		}
+	}
+	if e.shoeJSON != nil {
+		putRaw(TopicPitShoe, e.shoeJSON)
+	}
 	out = append(out, e.auditAlert()...)
 	put(TopicPitAlertsActive, e.active(t))
 	if e.checkpoint != nil {
@@ -332,7 +371,7 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 
 func (e *engine) analyseNow() {
 	shoe, alerts := e.analyse(e.rp.Table())
-	e.shoe, e.shoeDue = shoe, false
+	e.shoe, e.shoeDue, e.shoeJSON = shoe, false, nil
 	e.shoeAlerts = append(e.shoeAlerts, alerts...)
 }
 

@@ -301,7 +301,20 @@ func (p *Publisher) rebuild(ctx context.Context, to int64) error {
 	n := 0
 	p.eng.quiet = true
 	defer func() { p.eng.quiet = false }()
-	for rec, err := range audit.Prefetch(p.opt.Trail.Events(ctx, audit.Query{To: to})) {
+	from := int64(1)
+	if st, ok := p.opt.Trail.(snapshotter); ok {
+		snap, found, err := st.LastSnapshot(ctx, to)
+		if err != nil {
+			return fmt.Errorf("mqtt publisher: rebuild the table: %w", err)
+		}
+		if found {
+			if err := p.eng.restore(snap); err != nil {
+				return fmt.Errorf("mqtt publisher: rebuild the table: %w", err)
+			}
+			from = snap.Seq + 1
+		}
+	}
+	for rec, err := range audit.Prefetch(p.opt.Trail.Events(ctx, audit.Query{From: from, To: to})) {
 		if err != nil {
 			return fmt.Errorf("mqtt publisher: rebuild the table: %w", err)
 		}
@@ -310,8 +323,14 @@ func (p *Publisher) rebuild(ctx context.Context, to int64) error {
 			return ctx.Err()
 		}
 	}
-	p.log.Info("mqtt publisher: table rebuilt from the trail", "rows", n)
+	p.log.Info("mqtt publisher: table rebuilt from the trail", "from", from, "rows", n)
 	return nil
+}
+
+// snapshotter is a trail that finds its newest snapshot row (audit.Store):
+// the publisher then rebuilds from it instead of from row 1.
+type snapshotter interface {
+	LastSnapshot(ctx context.Context, to int64) (audit.Record, bool, error)
 }
 
 // reconnected republishes every retained topic and the rows the broker had

@@ -90,6 +90,26 @@ func (r *roadsFeed) Apply(rec audit.Record, t *coup.Table) bool {
 	return changed
 }
 
+// Seed puts on the roads what they hold once every row up to t's has been
+// applied: the current shoe's coups whose results are final, in coup order,
+// and the rest pending. A publisher started from a snapshot of the table
+// begins here instead of at row 1.
+func (r *roadsFeed) Seed(t *coup.Table) {
+	r.board.Reset()
+	r.shoe, r.pending = t.ShoeNumber(), map[int]coup.Result{}
+	recs := t.ShoeCoups()
+	if res := t.Result(); res != nil && (len(recs) == 0 || recs[len(recs)-1].Coup != t.CoupNumber()) {
+		recs = append(recs, coup.CoupRecord{Shoe: t.ShoeNumber(), Coup: t.CoupNumber(), Result: res})
+	}
+	for _, c := range recs {
+		if c.Voided || c.Result == nil {
+			continue
+		}
+		r.pending[c.Coup] = *c.Result
+	}
+	r.Apply(audit.Record{}, t)
+}
+
 func (r *roadsFeed) Payload() ([]byte, error) {
 	return json.Marshal(r.snapshot())
 }

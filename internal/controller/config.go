@@ -136,6 +136,14 @@ type AuditSection struct {
 	// carries a signed checkpoint of its own head, so a row after the last
 	// checkpoint is a row the controller did not write.
 	CheckpointEvery int64 `json:"checkpoint_every,omitempty"`
+	// FreeSpaceFloorMB is the free space (MiB) under the trail below which
+	// the pit is warned (a ctl.disk_low row and a pit/alerts alert); 0 is
+	// 10% of the file system, at most 2 GiB.
+	FreeSpaceFloorMB int64 `json:"free_space_floor_mb,omitempty"`
+	// SnapshotEvery is how many rows may pass between two snapshots of the
+	// table in the trail (a start replays at most about that many); 0 is
+	// 20,000.
+	SnapshotEvery int64 `json:"snapshot_every,omitempty"`
 }
 
 // HTTPSection is the controller's read-only HTTP endpoints.
@@ -281,6 +289,9 @@ func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	}
 	if c.Audit.Path == "" {
 		errs = append(errs, errors.New("audit.path is required"))
+	}
+	if c.Audit.SnapshotEvery < 0 || c.Audit.FreeSpaceFloorMB < 0 {
+		errs = append(errs, errors.New("audit.snapshot_every and audit.free_space_floor_mb must not be negative"))
 	}
 	c.Audit.Path = under(dir, c.Audit.Path)
 	c.HTTP.DisplayPasswordFile = under(dir, c.HTTP.DisplayPasswordFile)

@@ -168,7 +168,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		}
 	}
 	rec, err := audit.OpenRecorder(ctx, c.Audit.Path, audit.RecorderOptions{
-		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1,
+		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1, SnapshotEvery: c.Audit.SnapshotEvery,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
 		Version: buildinfo.Get().Short(),
 	})
@@ -515,6 +515,7 @@ func (ctl *Controller) Run(ctx context.Context) error {
 	parts.start("table timers", func() { ctl.rec.RunTimers(ctx) })
 	parts.start("rejection summaries", func() { ctl.summariseRejects(ctx) })
 	parts.start("self-checks", func() { ctl.runSelfChecks(ctx) })
+	parts.start("disk watch", func() { ctl.watchDisk(ctx) })
 	if ctl.pub != nil {
 		parts.start("mqtt publisher", func() {
 			if err := ctl.pub.Run(ctx); err != nil {
@@ -716,7 +717,7 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 
 	pub, err := mqttpub.New(mqttpub.Options{
 		Table: ctl.cfg.TableID, Topics: topics, Client: conn, Trail: ctl.rec.Store(), Config: tc,
-		From: thisStart(ctx, ctl.rec.Store()), Driver: ctl.cfg.Shoe.Driver, Queue: m.Queue, Clock: clk,
+		From: ctl.rec.Start().First, Driver: ctl.cfg.Shoe.Driver, Queue: m.Queue, Clock: clk,
 		Logger:         log,
 		ObservePublish: ctl.metrics.ObservePublish,
 	})
@@ -856,23 +857,6 @@ func loadKeyring(path string) (*signedcmd.Keyring, error) {
 		return nil, fmt.Errorf("mqtt.keyring: %w", err)
 	}
 	return k, nil
-}
-
-// thisStart is the first row this run of the controller wrote: the start
-// row, and the configuration row just before it when the configuration
-// changed. Publishing begins there; earlier rows are on the trail for
-// anyone who asks for a resync.
-func thisStart(ctx context.Context, st *audit.Store) int64 {
-	head := st.Head().Seq
-	if head < 2 {
-		return 1
-	}
-	for rec, err := range st.Events(ctx, audit.Query{From: head - 1, To: head - 1}) {
-		if err == nil && rec.Kind == audit.KindConfig {
-			return head - 1
-		}
-	}
-	return head
 }
 
 // takeCommands hands the commands that arrive on cmd to the handler, one

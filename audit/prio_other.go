@@ -1,0 +1,6 @@
+//go:build !linux
+
+package audit
+
+// lowerPriority does nothing where a thread's priority cannot be set alone.
+func lowerPriority() {}

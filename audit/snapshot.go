@@ -1,0 +1,247 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tablectl/tablectl/coup"
+)
+
+// KindSnapshot is a row holding the whole table as it stood after the
+// commit it ends (coup.Table.Snapshot) and the time of the last input. It is
+// a row of the chain like any other, so the checkpoints sign it; a
+// controller starts from the newest one instead of replaying the whole
+// trail, and every full replay checks that each one is exactly the table
+// the rows before it build (a Difference otherwise).
+const KindSnapshot = "ctl.snapshot"
+
+// SnapshotEvery is how many rows the recorder lets pass between two
+// snapshots by default: start-up replays at most about this many rows.
+const SnapshotEvery = 20000
+
+// snapshotBody is a snapshot row's body.
+type snapshotBody struct {
+	// LastAt is the time of the last input recorded: inputs never go back
+	// before it.
+	LastAt time.Time       `json:"last_at"`
+	Table  json.RawMessage `json:"table"`
+}
+
+// SnapshotEvent is the row that snapshots t; lastAt is the last input's time.
+func SnapshotEvent(t *coup.Table, lastAt time.Time) (Event, error) {
+	b, err := t.Snapshot()
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{Kind: KindSnapshot, Shoe: int64(t.ShoeNumber()), Body: snapshotBody{LastAt: lastAt.UTC(), Table: b}}, nil
+}
+
+// RestoreSnapshot rebuilds the table a snapshot row holds, with the time of
+// the last input before it.
+func RestoreSnapshot(rec Record) (*coup.Table, time.Time, error) {
+	if rec.Kind != KindSnapshot {
+		return nil, time.Time{}, fmt.Errorf("row %d is a %s, not a %s", rec.Seq, rec.Kind, KindSnapshot)
+	}
+	var b snapshotBody
+	if err := json.Unmarshal(rec.Body, &b); err != nil {
+		return nil, time.Time{}, fmt.Errorf("snapshot row %d: %w", rec.Seq, err)
+	}
+	t, err := coup.RestoreSnapshot(b.Table)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("snapshot row %d: %w", rec.Seq, err)
+	}
+	return t, b.LastAt, nil
+}
+
+// snapshotMatches reports whether a snapshot row holds exactly table t (and
+// lastAt), in the canonical form the row stores.
+func (r *Replayer) snapshotMatches(rec Record) error {
+	ev, err := SnapshotEvent(r.table, r.lastAt)
+	if err != nil {
+		return err
+	}
+	want, err := r.enc.encode(ev.Body)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(want, rec.Body) {
+		return fmt.Errorf("the snapshot is not the table its rows build: recorded %.300s, the rules build %.300s", rec.Body, want)
+	}
+	return nil
+}
+
+// NewReplayerFrom starts a replay at a snapshot row: the table is the one
+// it holds, and rows after it come next.
+func NewReplayerFrom(snap Record, v ReplayVisitor) (*Replayer, error) {
+	t, lastAt, err := RestoreSnapshot(snap)
+	if err != nil {
+		return nil, err
+	}
+	return &Replayer{table: t, lastAt: lastAt, visitor: v, maxDiff: 1000, enc: newCanonEncoder()}, nil
+}
+
+// LastSnapshot returns the newest snapshot row at or before seq to (0: the
+// head); ok is false when there is none. It reads back from to, so it costs
+// the rows since that snapshot, not the trail's length.
+func (r *Reader) LastSnapshot(ctx context.Context, to int64) (rec Record, ok bool, err error) {
+	if to <= 0 {
+		to = 1<<63 - 1
+	}
+	rows, err := r.db.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE kind = ? AND seq <= ? ORDER BY seq DESC LIMIT 1`, KindSnapshot, to)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("read audit trail %s: last snapshot: %w", r.path, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return Record{}, false, rows.Err()
+	}
+	rec, err = scanRecord(rows)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("read audit trail %s: last snapshot: %w", r.path, err)
+	}
+	return rec, true, nil
+}
+
+// LastSnapshot is Reader.LastSnapshot on the store's trail.
+func (s *Store) LastSnapshot(ctx context.Context, to int64) (Record, bool, error) {
+	return s.r.LastSnapshot(ctx, to)
+}
+
+// VerifyFrom checks what a start from row from needs, in time that does not
+// grow with the trail: the schema and triggers; every row from from-1 to the
+// head (hash, link, sequence); every checkpoint from there on; and, when
+// keys are given, that the last checkpoint signs the head with one of them.
+// The signed head's hash covers, through the chain, every row back to from,
+// so a snapshot at from is as trustworthy as the key. The rows before from-1
+// are left to a full Verify, which the controller runs in the background.
+func (r *Reader) VerifyFrom(ctx context.Context, from int64, keys []ed25519.PublicKey) (*Report, error) {
+	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(keys) > 0}
+	const limit = 1000
+	tx, err := r.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	}
+	defer tx.Rollback()
+	if err := checkSchemaObjects(ctx, tx, func(f Finding) { rep.add(limit, f) }); err != nil {
+		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	}
+	first := max(from-1, 1)
+	rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq`, first)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: read events: %w", r.path, err)
+	}
+	hashes := map[int64]Hash{}
+	var prev Head
+	started := false
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			rows.Close()
+			rep.add(limit, Finding{FindingMalformed, prev.Seq + 1, err.Error()})
+			return rep, nil
+		}
+		rep.Events++
+		if rec.ComputeHash() != rec.Hash {
+			rep.add(limit, Finding{FindingEdited, rec.Seq, fmt.Sprintf("stored hash %s, fields hash to %s", rec.Hash, rec.ComputeHash())})
+		}
+		switch {
+		case !started && rec.Seq != first:
+			rep.add(limit, Finding{FindingGap, first, fmt.Sprintf("rows %d to %d are missing", first, rec.Seq-1)})
+		case started && rec.Seq != prev.Seq+1:
+			rep.add(limit, Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, rec.Seq-1)})
+		case started && rec.PrevHash != prev.Hash:
+			rep.add(limit, Finding{FindingBrokenLink, rec.Seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", rec.PrevHash, prev.Seq, prev.Hash)})
+		}
+		if rec.Seq == 1 && rec.PrevHash != (Hash{}) {
+			rep.add(limit, Finding{FindingBrokenLink, 1, "row 1 does not link to the zero hash"})
+		}
+		started = true
+		hashes[rec.Seq] = rec.Hash
+		prev = Head{Seq: rec.Seq, Hash: rec.Hash}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("verify %s: read events: %w", r.path, err)
+	}
+	rep.Head = prev
+	cps, bad, err := readCheckpointsFrom(ctx, tx, r.table, first)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	}
+	for _, f := range bad {
+		rep.add(limit, f)
+	}
+	byID := map[string]ed25519.PublicKey{}
+	for _, k := range keys {
+		byID[KeyID(k)] = k
+	}
+	var last *Checkpoint
+	for i := range cps {
+		c := &cps[i]
+		rep.Checkpoints++
+		h, ok := hashes[c.Seq]
+		switch {
+		case c.Seq > prev.Seq:
+			rep.add(limit, Finding{FindingTruncated, c.Seq, fmt.Sprintf("stored checkpoint names seq %d but the trail ends at seq %d", c.Seq, prev.Seq)})
+		case !ok:
+			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("stored checkpoint names seq %d, which is missing", c.Seq)})
+		case h != c.HeadHash:
+			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("stored checkpoint says hash %s, the row has %s", c.HeadHash, h)})
+		}
+		if len(byID) > 0 {
+			if k, ok := byID[c.KeyID]; !ok {
+				rep.add(limit, Finding{FindingUnknownKey, c.Seq, fmt.Sprintf("stored checkpoint signed by key %s, which is not among the keys given", c.KeyID)})
+			} else if err := c.VerifySignature(k); err != nil {
+				rep.add(limit, Finding{FindingBadSignature, c.Seq, err.Error()})
+			}
+		}
+		if last == nil || c.Seq > last.Seq {
+			last = c
+		}
+	}
+	if len(keys) > 0 && prev.Seq > 0 && (last == nil || last.Seq < prev.Seq) {
+		from := int64(1)
+		if last != nil {
+			from = last.Seq + 1
+		}
+		rep.add(limit, Finding{FindingUnsignedRows, from, fmt.Sprintf("rows %d to %d come after the last checkpoint: the controller signs every commit, so it did not write them", from, prev.Seq)})
+	}
+	return rep, nil
+}
+
+// readCheckpointsFrom reads the stored checkpoints from seq from on; rows
+// that do not parse come back as malformed findings rather than errors.
+func readCheckpointsFrom(ctx context.Context, q queryer, table string, from int64) ([]Checkpoint, []Finding, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, head_hash, signed_at, key_id, signature FROM checkpoints WHERE seq >= ? ORDER BY seq`, from)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read checkpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []Checkpoint
+	var bad []Finding
+	for rows.Next() {
+		var seq, head, at, keyID, sig any
+		if err := rows.Scan(&seq, &head, &at, &keyID, &sig); err != nil {
+			return nil, nil, fmt.Errorf("read checkpoints: %w", err)
+		}
+		c, err := decodeCheckpointRow(table, seq, head, at, keyID, sig)
+		if err != nil {
+			s, _ := seq.(int64)
+			bad = append(bad, Finding{Kind: FindingMalformed, Seq: s, Detail: "stored checkpoint: " + err.Error()})
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, bad, rows.Err()
+}
+
+// ErrHistory: the background check of the history before the snapshot a
+// controller started from found something wrong. Like ErrTampered, the
+// table is suspended and the trail left to surveillance.
+var ErrHistory = errors.New("audit trail history fails verification")
