@@ -171,6 +171,9 @@ type item struct {
 	row   *Row
 	cp    *audit.Checkpoint
 	bad   string // why the message could not be read (an alert)
+	// at is when the floor's stream stored it: the table's last word is
+	// judged by this, not by when a witness got round to it.
+	at time.Time
 }
 
 // tableState is a table's line, read under its lock.
@@ -236,6 +239,7 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 		}
 		rd.Queue(s.sql(`SELECT seq, prev_hash, hash FROM S.rows WHERE table_id = $1 AND seq = ANY($2)`), t, seqs)
 		rd.Queue(s.sql(`SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = $1 AND seq = ANY($2)`), t, cpSeqs)
+		rd.Queue(s.sql(`SELECT DISTINCT seq FROM S.forks WHERE table_id = $1 AND seq = ANY($2)`), t, seqs)
 		rd.Queue(s.sql(`SELECT p.seq, p.head_hash, p.signed_ns FROM unnest($2::bigint[]) AS t(ns),
 			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns < t.ns ORDER BY signed_ns DESC LIMIT 1) p
 			UNION
@@ -245,6 +249,7 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 	type read struct {
 		st       tableState
 		rows     map[int64]neighbour
+		forkAt   map[int64]bool
 		cpsAt    map[int64][]cpRef
 		cpsAside []cpRef
 	}
@@ -252,7 +257,7 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 	br := tx.SendBatch(ctx, rd)
 	for i := range tables {
 		r := &reads[i]
-		r.rows, r.cpsAt = map[int64]neighbour{}, map[int64][]cpRef{}
+		r.rows, r.cpsAt, r.forkAt = map[int64]neighbour{}, map[int64][]cpRef{}, map[int64]bool{}
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return nil, fmt.Errorf("floor database: lock %s: %w", tables[i], err)
@@ -282,11 +287,20 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 			r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
 		}
 		rows.Close()
-		for q := 0; q < 2; q++ {
+		for q := 0; q < 3; q++ {
 			rows, err := br.Query()
 			if err != nil {
 				br.Close()
 				return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
+			}
+			for q == 1 && rows.Next() {
+				var seq int64
+				if err := rows.Scan(&seq); err != nil {
+					rows.Close()
+					br.Close()
+					return nil, fmt.Errorf("floor database: forks of %s: %w", tables[i], err)
+				}
+				r.forkAt[seq] = true
 			}
 			for rows.Next() {
 				var c cpRef
@@ -349,7 +363,12 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 			}
 			if have, ok := r.rows[row.Seq]; ok {
 				if have.hash != row.Hash {
-					raise(t, AlertFork, row.Seq2Key(), row.Seq, fmt.Sprintf("row %d of %s seen with two hashes: %s witnessed, now %s", row.Seq, t, short(have.hash), short(row.Hash)))
+					// One alert for a run of forked rows (a rewritten
+					// stretch sent again): the forks table keeps each.
+					if !r.forkAt[row.Seq-1] {
+						raise(t, AlertFork, row.Seq2Key(), row.Seq, fmt.Sprintf("row %d of %s seen with two hashes: %s witnessed, now %s (and the rows after it that differ too, kept aside)", row.Seq, t, short(have.hash), short(row.Hash)))
+					}
+					r.forkAt[row.Seq] = true
 					forks = append(forks, row)
 				}
 				continue // a redelivery
@@ -402,7 +421,7 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 				ok = false
 			}
 			if ok {
-				if row, have := r.rows[c.Seq]; have && row.hash != c.HeadHash {
+				if row, have := r.rows[c.Seq]; have && row.hash != c.HeadHash && !r.forkAt[c.Seq] {
 					raise(t, AlertCheckpointClash, cpKey(c), c.Seq, fmt.Sprintf("checkpoint %d of %s signs head %s, but row %d was witnessed with hash %s", c.Seq, t, short(c.HeadHash), c.Seq, short(row.hash)))
 				}
 				for _, o := range r.cpsAt[c.Seq] {
@@ -461,6 +480,15 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 				st.cpSeq, st.cpSignedAt = c.Seq, &c.SignedAt
 			}
 		}
+		seenAt := time.Time{}
+		for _, it := range byTable[t] {
+			if it.at.After(seenAt) {
+				seenAt = it.at
+			}
+		}
+		if seenAt.IsZero() {
+			seenAt = now
+		}
 		// The table's line: how far it is contiguous, its highest seq.
 		contig, maxSeq := st.contig, st.max
 		for _, row := range ins {
@@ -480,9 +508,9 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 			holeSince = now
 		}
 		wr.Queue(s.sql(`INSERT INTO S.tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES ($1,$2,$3,$4,$5,false,$6,$7)
-			ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq, last_seen = excluded.last_seen,
+			ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq, last_seen = GREATEST(S.tables.last_seen, excluded.last_seen),
 			hole_since = excluded.hole_since, silent = false, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at`),
-			t, contig, maxSeq, now, holeSince, st.cpSeq, st.cpSignedAt)
+			t, contig, maxSeq, seenAt, holeSince, st.cpSeq, st.cpSignedAt)
 		if rescan {
 			// A hole was filled below rows witnessed earlier: walk up to the
 			// next hole.

@@ -114,6 +114,16 @@ type Witness struct {
 
 	mu    sync.Mutex
 	stats Stats
+	// caughtUp is when this witness last found nothing waiting in the
+	// stream: only then is a table's silence the table's, not the
+	// floor's backlog.
+	caughtUp time.Time
+}
+
+func (w *Witness) setCaughtUp() {
+	w.mu.Lock()
+	w.caughtUp = w.cfg.Clock.Now()
+	w.mu.Unlock()
 }
 
 // Stats count what a witness did.
@@ -180,7 +190,7 @@ func New(ctx context.Context, cfg Config) (*Witness, error) {
 		return nil, fmt.Errorf("witness: %w", err)
 	}
 	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: cfg.Consumer, AckPolicy: jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: 30 * time.Second, MaxAckPending: 4 * cfg.Batch * 4, MaxRequestBatch: cfg.Batch})
+		DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: 10 * time.Second, MaxAckPending: 4 * cfg.Batch * 4, MaxRequestBatch: cfg.Batch})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("witness: consumer %s: %w", cfg.Consumer, err)
@@ -219,7 +229,7 @@ func (w *Witness) Run(ctx context.Context) error {
 
 // once takes one batch, stores it and acknowledges it.
 func (w *Witness) once(ctx context.Context) error {
-	b, err := w.cons.Fetch(w.cfg.Batch, jetstream.FetchMaxWait(250*time.Millisecond), jetstream.FetchContext(ctx))
+	b, err := w.cons.Fetch(w.cfg.Batch, jetstream.FetchMaxWait(250*time.Millisecond))
 	if err != nil {
 		// Not deliverable now (a node down, the consumer moving): again.
 		return fmt.Errorf("fetch: %w", err)
@@ -232,9 +242,16 @@ func (w *Witness) once(ctx context.Context) error {
 		if err := b.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("fetch: %w", err)
 		}
+		w.setCaughtUp()
 		return nil
 	}
-	return w.Apply(ctx, msgs)
+	if err := w.Apply(ctx, msgs); err != nil {
+		return err
+	}
+	if md, err := msgs[len(msgs)-1].Metadata(); err == nil && md.NumPending == 0 {
+		w.setCaughtUp()
+	}
+	return nil
 }
 
 // Apply stores messages taken from the stream and acknowledges them once
@@ -244,6 +261,9 @@ func (w *Witness) Apply(ctx context.Context, msgs []jetstream.Msg) error {
 	var rows, cps int64
 	for _, m := range msgs {
 		it := w.read(m.Subject(), m.Data())
+		if md, err := m.Metadata(); err == nil {
+			it.at = md.Timestamp.UTC()
+		}
 		if it.row != nil {
 			rows++
 		} else if it.cp != nil {
@@ -362,6 +382,9 @@ func (w *Witness) Scan(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("floor database: %w", err)
 	}
+	w.mu.Lock()
+	current := now.Sub(w.caughtUp) < 2*time.Second
+	w.mu.Unlock()
 	var alerts []Alert
 	for _, l := range lines {
 		switch {
@@ -395,7 +418,7 @@ func (w *Witness) Scan(ctx context.Context) error {
 			}
 			alerts = append(alerts, a...)
 		}
-		if l.seen != nil && !l.silent && now.Sub(*l.seen) > w.cfg.Registry.heartbeat(l.table) {
+		if current && l.seen != nil && !l.silent && now.Sub(*l.seen) > w.cfg.Registry.heartbeat(l.table) {
 			tag, err := s.pool.Exec(ctx, s.sql(`UPDATE S.tables SET silent = true WHERE table_id = $1 AND NOT silent AND last_seen = $2`), l.table, *l.seen)
 			if err != nil {
 				return fmt.Errorf("floor database: %w", err)
