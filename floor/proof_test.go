@@ -165,8 +165,12 @@ func TestFloorProof(t *testing.T) {
 	st("after the faults")
 	sleep(ctx, minute/2)
 
-	// The end: every honest table's trail is in the floor's database,
-	// exactly, once the witnesses have caught up.
+	// The end: the dealers stop, and every honest table's trail is in the
+	// floor's database, exactly, once the witnesses have caught up.
+	for _, tb := range f.Tables {
+		tb.StopDealing()
+	}
+	st("dealing stopped")
 	var heads map[string]int64
 	waitFor(t, ctx, 3*time.Minute, "the witnesses to hold every table's trail", func() bool {
 		heads = map[string]int64{}

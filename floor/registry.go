@@ -33,18 +33,23 @@ type TableEntry struct {
 	// the other).
 	Keys      []ed25519.PublicKey
 	Heartbeat time.Duration
+	// PitView is the URL of the table's own pit view, linked from the
+	// floor view.
+	PitView string
 }
 
 // registryJSON is the registry file:
 //
 //	{"heartbeat": "1m",
-//	 "tables": {"BAC-07": {"public_keys": ["<32 bytes, base64>"], "public_key_files": ["BAC-07.pub"], "heartbeat": "30s"}}}
+//	 "tables": {"BAC-07": {"public_keys": ["<32 bytes, base64>"], "public_key_files": ["BAC-07.pub"], "heartbeat": "30s",
+//	                       "pit_view": "https://bac-07.pit.casino.internal/pit"}}}
 type registryJSON struct {
 	Heartbeat string `json:"heartbeat"`
 	Tables    map[string]struct {
 		PublicKeys     []string `json:"public_keys"`
 		PublicKeyFiles []string `json:"public_key_files"`
 		Heartbeat      string   `json:"heartbeat"`
+		PitView        string   `json:"pit_view"`
 	} `json:"tables"`
 }
 
@@ -80,7 +85,7 @@ func ParseRegistry(data []byte, dir string) (*Registry, error) {
 		if err := checkTable(id); err != nil {
 			return nil, fmt.Errorf("registry: %w", err)
 		}
-		e := TableEntry{Heartbeat: r.Heartbeat}
+		e := TableEntry{Heartbeat: r.Heartbeat, PitView: t.PitView}
 		if t.Heartbeat != "" {
 			d, err := time.ParseDuration(t.Heartbeat)
 			if err != nil || d <= 0 {

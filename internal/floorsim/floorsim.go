@@ -96,6 +96,7 @@ type Table struct {
 	proxy                                   *Proxy
 	pty                                     *shoesim.PTY
 	simDone                                 chan struct{}
+	simStop                                 context.CancelFunc
 
 	mu   sync.Mutex
 	ctl  *exec.Cmd
@@ -228,6 +229,9 @@ func (f *Floor) WitnessStats() floor.Stats {
 // Close stops everything.
 func (f *Floor) Close() {
 	for _, t := range f.Tables {
+		if t.simStop != nil {
+			t.StopDealing()
+		}
 		t.Kill()
 		if t.mosq != nil {
 			t.mosq.Kill()
@@ -281,15 +285,19 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 	if t.pty, err = shoesim.OpenPTY(link); err != nil {
 		return nil, err
 	}
-	sim, err := shoesim.New(shoesim.Options{Seed: f.o.Seed + uint64(i) + 1, Shoes: 1000, Decks: 8, CardPace: f.o.CardPace, CoupPace: f.o.CoupPace},
+	sim, err := shoesim.New(shoesim.Options{Seed: f.o.Seed + uint64(i) + 1, Shoes: 30, Decks: 8, CardPace: f.o.CardPace, CoupPace: f.o.CoupPace},
 		t.pty, clock.Real, f.log.With("table", id, "part", "shoe"))
 	if err != nil {
 		return nil, err
 	}
 	t.simDone = make(chan struct{})
+	simCtx, simStop := context.WithCancel(context.Background())
+	t.simStop = simStop
 	go func() {
 		defer close(t.simDone)
-		sim.Run(context.Background(), true)
+		if err := sim.Run(simCtx, true); err != nil && simCtx.Err() == nil {
+			f.log.Warn("shoe simulator stopped", "table", id, "err", err)
+		}
 	}()
 	// The controller's config.
 	conf := map[string]any{
@@ -390,6 +398,13 @@ func (t *Table) Start() error {
 	t.ctl, t.done = cmd, done
 	t.logs = append(t.logs, l)
 	return nil
+}
+
+// StopDealing stops the table's shoe: the dealer goes home, the trail
+// stops growing.
+func (t *Table) StopDealing() {
+	t.simStop()
+	<-t.simDone
 }
 
 // Kill ends the controller with SIGKILL.
