@@ -509,7 +509,8 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 		}
 		wr.Queue(s.sql(`INSERT INTO S.tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES ($1,$2,$3,$4,$5,false,$6,$7)
 			ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq, last_seen = GREATEST(S.tables.last_seen, excluded.last_seen),
-			hole_since = excluded.hole_since, silent = false, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at`),
+			hole_since = excluded.hole_since, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at,
+			silent = S.tables.silent AND excluded.last_seen <= S.tables.last_seen`),
 			t, contig, maxSeq, seenAt, holeSince, st.cpSeq, st.cpSignedAt)
 		if rescan {
 			// A hole was filled below rows witnessed earlier: walk up to the
@@ -520,7 +521,9 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 				AND NOT EXISTS (SELECT 1 FROM S.rows n WHERE n.table_id = $1 AND n.seq = r.seq + 1)), contig) THEN NULL ELSE hole_since END
 				WHERE table_id = $1`), t, contig)
 		}
-		if st.silent {
+		// A message stored before the silence (a redelivery) does not end
+		// it; one the table sent since does.
+		if st.silent && (st.lastSeen == nil || seenAt.After(*st.lastSeen)) {
 			resolveSilent = append(resolveSilent, t)
 		}
 	}

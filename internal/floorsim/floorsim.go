@@ -13,7 +13,6 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -328,7 +326,7 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 			addrs = append(addrs, f.Cluster.Nodes[(i+k)%len(f.Cluster.Nodes)].MQTTAddr())
 		}
 	}
-	bridge, err := Bridge(f.o.Bridge, id, addrs)
+	bridge, err := natsserver.Bridge(f.o.Bridge, id, addrs)
 	if err != nil {
 		return nil, err
 	}
@@ -348,26 +346,6 @@ max_inflight_messages 100
 		return nil, err
 	}
 	return t, nil
-}
-
-var (
-	addressLine = regexp.MustCompile(`(?m)^address .*$`)
-	dropLine    = regexp.MustCompile(`(?m)^(bridge_cafile|bridge_certfile|bridge_keyfile|remote_username|remote_password) .*\n`)
-	restartLine = regexp.MustCompile(`(?m)^restart_timeout .*$`)
-)
-
-// Bridge makes deploy/mosquitto/bridge.conf (text) the bridge of table
-// to the cluster's MQTT listeners addrs, without TLS or a login (loopback),
-// and retrying within a second or two so the tests need not wait.
-func Bridge(text, table string, addrs []string) (string, error) {
-	if !strings.Contains(text, "BAC-07") || !addressLine.MatchString(text) {
-		return "", errors.New("bridge.conf: no address line or no BAC-07 to replace")
-	}
-	text = strings.ReplaceAll(text, "BAC-07", table)
-	text = addressLine.ReplaceAllString(text, "address "+strings.Join(addrs, " "))
-	text = dropLine.ReplaceAllString(text, "")
-	text = restartLine.ReplaceAllString(text, "restart_timeout 1 3")
-	return text, nil
 }
 
 func (t *Table) startMosquitto() error {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -241,4 +242,24 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+var (
+	addressLine = regexp.MustCompile(`(?m)^address .*$`)
+	dropLine    = regexp.MustCompile(`(?m)^(bridge_cafile|bridge_certfile|bridge_keyfile|remote_username|remote_password) .*\n`)
+	restartLine = regexp.MustCompile(`(?m)^restart_timeout .*$`)
+)
+
+// Bridge makes deploy/mosquitto/bridge.conf (text) the bridge of table
+// to the cluster's MQTT listeners addrs, without TLS or a login (loopback),
+// and retrying within a second or two so the tests need not wait.
+func Bridge(text, table string, addrs []string) (string, error) {
+	if !strings.Contains(text, "BAC-07") || !addressLine.MatchString(text) {
+		return "", errors.New("bridge.conf: no address line or no BAC-07 to replace")
+	}
+	text = strings.ReplaceAll(text, "BAC-07", table)
+	text = addressLine.ReplaceAllString(text, "address "+strings.Join(addrs, " "))
+	text = dropLine.ReplaceAllString(text, "")
+	text = restartLine.ReplaceAllString(text, "restart_timeout 1 3")
+	return text, nil
 }
