@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,8 @@ import (
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
+
+var benchBatch = flag.Int("floor.batch", DefaultBatch, "the witnesses' batch in the catch-up benchmark")
 
 // rowPayload is a row as a table publishes it on pit/events.
 func rowPayload(r Row) []byte {
@@ -108,7 +111,7 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 	var ws []*Witness
 	for i := range witnesses {
 		w, err := New(ctx, Config{Name: fmt.Sprint("bench-", i), NATS: cluster.URLs(), Stream: stream, Consumer: "witness", Replicas: 3,
-			Subjects: subj, Store: store, Registry: reg, Logger: quietLog()})
+			Subjects: subj, Store: store, Registry: reg, Logger: quietLog(), Batch: *benchBatch})
 		if err != nil {
 			b.Fatal(err)
 		}

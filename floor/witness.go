@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -141,6 +142,23 @@ func (w *Witness) Stats() Stats {
 // EnsureStream creates the stream that keeps every table's events and
 // checkpoints, if it is missing, and returns it.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int, maxAge time.Duration) (jetstream.Stream, error) {
+	// A cluster just started, or one that lost a node, answers only once
+	// it has a JetStream leader: try for a while.
+	var err error
+	for try := 0; try < 30; try++ {
+		var s jetstream.Stream
+		if s, err = ensureStream(ctx, js, name, subjects, replicas, maxAge); err == nil {
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	return nil, err
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int, maxAge time.Duration) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, name)
 	if err == nil {
 		return s, nil
@@ -211,9 +229,19 @@ func (w *Witness) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); w.scanLoop(ctx) }()
 	defer wg.Wait()
+	// The next batch is fetched while this one commits.
+	batches := make(chan fetched, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); w.fetchLoop(ctx, batches) }()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		if err := w.once(ctx); err != nil {
+		var fb fetched
+		select {
+		case <-ctx.Done():
+			return nil
+		case fb = <-batches:
+		}
+		if err := w.once(ctx, fb); err != nil {
 			if ctx.Err() != nil {
 				break
 			}
@@ -227,25 +255,52 @@ func (w *Witness) Run(ctx context.Context) error {
 	return nil
 }
 
-// once takes one batch, stores it and acknowledges it.
-func (w *Witness) once(ctx context.Context) error {
-	b, err := w.cons.Fetch(w.cfg.Batch, jetstream.FetchMaxWait(250*time.Millisecond))
-	if err != nil {
-		// Not deliverable now (a node down, the consumer moving): again.
-		return fmt.Errorf("fetch: %w", err)
+// fetched is one fetch's messages, or why there are none.
+type fetched struct {
+	prepared
+	err error
+}
+
+// fetchLoop fetches batches until ctx is done.
+func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched) {
+	for ctx.Err() == nil {
+		var fb fetched
+		b, err := w.cons.Fetch(w.cfg.Batch, jetstream.FetchMaxWait(250*time.Millisecond))
+		if err != nil {
+			// Not deliverable now (a node down, the consumer moving): again.
+			fb.err = fmt.Errorf("fetch: %w", err)
+		} else {
+			var msgs []jetstream.Msg
+			for m := range b.Messages() {
+				msgs = append(msgs, m)
+			}
+			if err := b.Error(); len(msgs) == 0 && err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+				fb.err = fmt.Errorf("fetch: %w", err)
+			}
+			fb.prepared = w.prepare(msgs)
+		}
+		select {
+		case out <- fb:
+		case <-ctx.Done():
+			return
+		}
+		if fb.err != nil {
+			clock.Sleep(ctx, w.cfg.Clock, 250*time.Millisecond)
+		}
 	}
-	var msgs []jetstream.Msg
-	for m := range b.Messages() {
-		msgs = append(msgs, m)
+}
+
+// once stores one batch and acknowledges it.
+func (w *Witness) once(ctx context.Context, fb fetched) error {
+	msgs := fb.msgs
+	if fb.err != nil {
+		return fb.err
 	}
 	if len(msgs) == 0 {
-		if err := b.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("fetch: %w", err)
-		}
 		w.setCaughtUp()
 		return nil
 	}
-	if err := w.Apply(ctx, msgs); err != nil {
+	if err := w.commit(ctx, fb.prepared); err != nil {
 		return err
 	}
 	if md, err := msgs[len(msgs)-1].Metadata(); err == nil && md.NumPending == 0 {
@@ -257,42 +312,85 @@ func (w *Witness) once(ctx context.Context) error {
 // Apply stores messages taken from the stream and acknowledges them once
 // committed.
 func (w *Witness) Apply(ctx context.Context, msgs []jetstream.Msg) error {
-	items := make([]item, 0, len(msgs))
-	var rows, cps int64
+	return w.commit(ctx, w.prepare(msgs))
+}
+
+// prepared is a batch read and its signatures checked, ready to commit.
+type prepared struct {
+	msgs      []jetstream.Msg
+	items     []item
+	rows, cps int64
+}
+
+// prepare reads a batch and checks its checkpoints' signatures: the work
+// that needs no database, done while the batch before commits.
+func (w *Witness) prepare(msgs []jetstream.Msg) prepared {
+	p := prepared{msgs: msgs, items: make([]item, 0, len(msgs))}
 	for _, m := range msgs {
 		it := w.read(m.Subject(), m.Data())
 		if md, err := m.Metadata(); err == nil {
 			it.at = md.Timestamp.UTC()
 		}
 		if it.row != nil {
-			rows++
+			p.rows++
 		} else if it.cp != nil {
-			cps++
+			p.cps++
 		}
 		if it.table != "" {
-			items = append(items, it)
+			p.items = append(p.items, it)
 		} else {
 			w.log.Warn("message on no table's subject", "subject", m.Subject(), "err", it.bad)
 		}
 	}
-	alerts, err := w.cfg.Store.apply(ctx, items, w.cfg.Registry, w.cfg.Name, w.cfg.Clock.Now().UTC())
+	verifyAll(p.items, w.cfg.Registry)
+	return p
+}
+
+// commit stores a prepared batch and acknowledges its messages.
+func (w *Witness) commit(ctx context.Context, p prepared) error {
+	alerts, err := w.cfg.Store.apply(ctx, p.items, w.cfg.Registry, w.cfg.Name, w.cfg.Clock.Now().UTC())
 	if err != nil {
-		for _, m := range msgs {
+		for _, m := range p.msgs {
 			m.Nak()
 		}
 		return err
 	}
-	for _, m := range msgs {
+	for _, m := range p.msgs {
 		m.Ack()
 	}
 	w.publish(alerts)
 	w.mu.Lock()
-	w.stats.Messages += int64(len(msgs))
-	w.stats.Rows += rows
-	w.stats.Checkpoints += cps
+	w.stats.Messages += int64(len(p.msgs))
+	w.stats.Rows += p.rows
+	w.stats.Checkpoints += p.cps
 	w.stats.Batches++
 	w.mu.Unlock()
 	return nil
+}
+
+// verifyAll checks every checkpoint's signature, on every core.
+func verifyAll(items []item, reg *Registry) {
+	var idx []int
+	for i := range items {
+		if items[i].cp != nil {
+			idx = append(idx, i)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(idx))
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := k; j < len(idx); j += workers {
+				it := &items[idx[j]]
+				if it.cp.Table == it.table {
+					it.sig, it.sigDone = reg.verify(it.table, *it.cp), true
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // read parses one message.
