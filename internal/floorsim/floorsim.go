@@ -456,16 +456,19 @@ func (t *Table) Mend() { t.proxy.SetCut(false) }
 // tell. It returns the new head's seq.
 func (t *Table) Rewrite(ctx context.Context, seq int64) (int64, error) {
 	t.Stop()
-	head, err := rewriteTrail(ctx, t.Trail, seq)
+	head, err := RewriteTrail(ctx, t.Trail, seq)
 	if err != nil {
 		return 0, fmt.Errorf("table %s: rewrite: %w", t.ID, err)
 	}
 	return head, t.Start()
 }
 
+// RewriteTrail is what root on a box can do to a stopped table's trail:
+// cut it back to the last commit at or below seq (the triggers that refuse
+// it dropped and put back); it returns the new head.
 // The controller signs a checkpoint of the new head in its first commit
 // with the box's key, which is the re-signing.
-func rewriteTrail(ctx context.Context, trail string, seq int64) (int64, error) {
+func RewriteTrail(ctx context.Context, trail string, seq int64) (int64, error) {
 	db, err := sql.Open("sqlite3", "file:"+trail+"?_txlock=immediate")
 	if err != nil {
 		return 0, err
