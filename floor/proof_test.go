@@ -18,6 +18,7 @@ import (
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/internal/floorsim"
 	"github.com/tablectl/tablectl/internal/floortest"
+	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
 
@@ -97,6 +98,7 @@ func TestFloorProof(t *testing.T) {
 		CardPace: 100 * time.Millisecond, CoupPace: 500 * time.Millisecond, Seed: 17,
 		Postgres: floortest.PostgresURL(), Schema: schema, Bridge: string(bridge), Proxied: map[int]bool{cut: true},
 		Exe: exe, Env: []string{childEnv + "=1"}, Heartbeat: minute / 2, Log: testLog(),
+		StartBroker: func(conf string) (floorsim.Broker, error) { return mosquitto.Start(conf, 10*time.Second) },
 		OnAlert: func(a floor.Alert) {
 			alertMu.Lock()
 			alerts = append(alerts, a)

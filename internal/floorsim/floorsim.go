@@ -31,7 +31,6 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/clock"
-	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -56,12 +55,23 @@ type Options struct {
 	Bridge string
 	// Proxied tables reach the cluster through a proxy the rig can cut.
 	Proxied map[int]bool
+	// StartBroker runs a table's Mosquitto on a config file (which logs
+	// to stderr at information level) and returns once it listens: the
+	// tests' internal/mosquitto.Start. Without it the tables connect
+	// straight to the cluster's MQTT listeners (the laptop demo).
+	StartBroker func(conf string) (Broker, error)
 	// Exe and Env run a controller: Exe run --config FILE.
 	Exe       string
 	Env       []string
 	Heartbeat time.Duration
 	Log       *slog.Logger
 	OnAlert   func(floor.Alert)
+}
+
+// Broker is a table's Mosquitto.
+type Broker interface {
+	Kill()
+	Log() string
 }
 
 // Floor is a running floor.
@@ -89,7 +99,7 @@ type witnessRun struct {
 type Table struct {
 	ID, Dir, Trail, Config, PubKey, PrivKey string
 	f                                       *Floor
-	mosq                                    *mosquitto.Process
+	mosq                                    Broker
 	mosqConf                                string
 	proxy                                   *Proxy
 	pty                                     *shoesim.PTY
@@ -274,16 +284,21 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 	if err := os.WriteFile(filepath.Join(dir, "supervisors.json"), keyring, 0o644); err != nil {
 		return nil, err
 	}
-	mosqPort, err := mosquitto.FreePort()
+	mosqPort, err := freePort()
 	if err != nil {
 		return nil, err
+	}
+	broker := fmt.Sprintf("tcp://127.0.0.1:%d", mosqPort)
+	if f.o.StartBroker == nil {
+		// No broker of its own: straight to a node's MQTT listener.
+		broker = "tcp://" + f.Cluster.Nodes[i%len(f.Cluster.Nodes)].MQTTAddr()
 	}
 	// The shoe.
 	link := filepath.Join(dir, "shoe")
 	if t.pty, err = shoesim.OpenPTY(link); err != nil {
 		return nil, err
 	}
-	sim, err := shoesim.New(shoesim.Options{Seed: f.o.Seed + uint64(i) + 1, Shoes: 30, Decks: 8, CardPace: f.o.CardPace, CoupPace: f.o.CoupPace},
+	sim, err := shoesim.New(shoesim.Options{Seed: f.o.Seed + uint64(i) + 1, Shoes: 30, Decks: 6, CardPace: f.o.CardPace, CoupPace: f.o.CoupPace},
 		t.pty, clock.Real, f.log.With("table", id, "part", "shoe"))
 	if err != nil {
 		return nil, err
@@ -305,12 +320,15 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 		"shoe": map[string]any{"driver": "v1", "port": map[string]any{"path": link, "baud": 115200, "data_bits": 8, "parity": "none",
 			"stop_bits": 1, "silent_after": "3s", "backoff_min": "50ms", "backoff_max": "1s"}},
 		"audit": map[string]any{"path": t.Trail, "checkpoint_key": t.PrivKey},
-		"mqtt": map[string]any{"broker": fmt.Sprintf("tcp://127.0.0.1:%d", mosqPort), "prefix": "tablectl/" + id,
+		"mqtt": map[string]any{"broker": broker, "prefix": "tablectl/" + id,
 			"client_id": "tablectl-" + id, "keyring": filepath.Join(dir, "supervisors.json")},
 	}
 	b, _ := json.MarshalIndent(conf, "", "  ")
 	if err := os.WriteFile(t.Config, b, 0o644); err != nil {
 		return nil, err
+	}
+	if f.o.StartBroker == nil {
+		return t, nil
 	}
 	// Its Mosquitto and bridge.
 	var addrs []string
@@ -349,7 +367,10 @@ max_inflight_messages 100
 }
 
 func (t *Table) startMosquitto() error {
-	p, err := mosquitto.Start(t.mosqConf, 10*time.Second)
+	if t.f.o.StartBroker == nil {
+		return nil
+	}
+	p, err := t.f.o.StartBroker(t.mosqConf)
 	if err != nil {
 		return fmt.Errorf("table %s: %w", t.ID, err)
 	}
@@ -628,4 +649,13 @@ func (p *Proxy) forward(c net.Conn) {
 	delete(p.conns, c)
 	delete(p.conns, up)
 	p.mu.Unlock()
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
