@@ -97,7 +97,7 @@ func TestFloorProof(t *testing.T) {
 	f, err := floorsim.Start(ctx, floorsim.Options{Dir: t.TempDir(), Tables: *proofTables, Nodes: 3, Witness: 2,
 		CardPace: 100 * time.Millisecond, CoupPace: 500 * time.Millisecond, Seed: 17,
 		Postgres: floortest.PostgresURL(), Schema: schema, Bridge: string(bridge), Proxied: map[int]bool{cut: true},
-		Exe: exe, Env: []string{childEnv + "=1"}, Heartbeat: minute / 2, Log: testLog(),
+		Exe: exe, Env: []string{childEnv + "=1"}, Heartbeat: minute / 2, Log: testLog(t),
 		StartBroker: func(conf string) (floorsim.Broker, error) { return mosquitto.Start(conf, 10*time.Second) },
 		OnAlert: func(a floor.Alert) {
 			alertMu.Lock()
@@ -174,20 +174,26 @@ func TestFloorProof(t *testing.T) {
 	}
 	st("dealing stopped")
 	var heads map[string]int64
+	var lagging []string
+	defer func() {
+		if t.Failed() && len(lagging) > 0 {
+			t.Logf("tables not witnessed to their trail's head: %v", lagging)
+		}
+	}()
 	waitFor(t, ctx, 3*time.Minute, "the witnesses to hold every table's trail", func() bool {
 		heads = map[string]int64{}
-		ok := true
+		lagging = nil
 		for i, tb := range f.Tables {
 			if i == rewritten {
 				continue
 			}
 			h := trailHead(t, tb.Trail)
 			heads[tb.ID] = h
-			if contig(t, f, tb.ID) < h {
-				ok = false
+			if c := contig(t, f, tb.ID); c < h {
+				lagging = append(lagging, fmt.Sprintf("%s witnessed 1..%d (up to %d), trail head %d", tb.ID, c, witnessedMax(t, f, tb.ID), h))
 			}
 		}
-		return ok
+		return len(lagging) == 0
 	})
 	st("caught up")
 	for i, tb := range f.Tables {
@@ -254,12 +260,41 @@ func TestFloorProof(t *testing.T) {
 	}
 }
 
-// testLog is the floor's log: on stderr with -floor.log, else nowhere.
-func testLog() *slog.Logger {
-	if !*proofLog {
-		return nil
+// testLog is the floor's log: on stderr with -floor.log, else its
+// warnings kept for a failure's report.
+func testLog(t *testing.T) *slog.Logger {
+	if *proofLog {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w := &logTail{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the floor's warnings (last lines):\n%s", tailLines(w.String(), 40))
+		}
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// logTail keeps the last 256 KiB written to it.
+type logTail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	if len(l.b) > 256<<10 {
+		l.b = append([]byte(nil), l.b[len(l.b)-256<<10:]...)
+	}
+	return len(p), nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/tablectl/tablectl/internal/browsertest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -106,4 +107,44 @@ func TestView(t *testing.T) {
 	if !strings.Contains(string(page), "EventSource(\"floor/events\")") {
 		t.Errorf("the page does not follow floor/events")
 	}
+}
+
+// TestViewInBrowser: the floor view's page in Chromium lists the table,
+// links its pit view, and shows a floor alert and a table's advantage
+// alert as they arrive, without a reload.
+func TestViewInBrowser(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+	c := newChain(t, "BAC-07", 10)
+	c.registry(reg)
+	e := reg.Tables["BAC-07"]
+	e.PitView = "http://bac-07.local:8080/pit"
+	reg.Tables["BAC-07"] = e
+	if _, err := s.apply(ctx, append(rowItems(c.rows), cpItem(c.checkpoint(10, time.Now()))), reg, "w", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	v := NewView(s, reg, Subjects{}, nil, quietLog())
+	if err := v.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v.take("tablectl.BAC-07.status", []byte(`{"state":"online","table":"BAC-07","phase":"betting_open","shoe":2,"coup":7,"suspended":false}`))
+	srv := httptest.NewServer(v)
+	// The page's event stream stays open: cut it, then close.
+	defer func() { srv.CloseClientConnections(); srv.Close() }()
+	b := browsertest.Start(t)
+	pg := b.Open(t, srv.URL+"/", 1280, 800, nil)
+	row := `document.getElementById("table-BAC-07")`
+	pg.WaitFor("the table's line", row+` && `+row+`.textContent.includes("betting_open") && `+row+`.textContent.includes("2 / 7")`, row+` && `+row+`.textContent`)
+	var href string
+	pg.Eval(row+`.querySelector("a").href`, &href)
+	if href != "http://bac-07.local:8080/pit" {
+		t.Errorf("pit view link %q", href)
+	}
+	fa, _ := json.Marshal(Alert{ID: 9, State: "raised", Table: "BAC-07", Kind: AlertCheckpointBack, Seq: 4, Message: "checkpoint went back to 4", Tamper: true})
+	v.take(AlertsSubject, fa)
+	pg.WaitFor("the floor alert, live", row+`.classList.contains("tamper") && `+row+`.textContent.includes("checkpoint went back to 4")`, row+`.outerHTML`)
+	v.take("tablectl.BAC-07.pit.alerts.active", []byte(`{"alerts":[{"state":"raised","id":"advantage-2-7","source":"advantage","kind":"advantage","suspends":false,"message":"Tie EV +0.4%"}]}`))
+	pg.WaitFor("the advantage alert, live", row+`.querySelector(".alert.advantage") && `+row+`.textContent.includes("Tie EV +0.4%")`, row+`.outerHTML`)
+	pg.NoProblems()
 }
