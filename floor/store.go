@@ -505,6 +505,14 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 		for _, row := range ins {
 			maxSeq = max(maxSeq, row.Seq)
 		}
+		// A signed checkpoint says the table has rows up to its seq: rows
+		// lost at the tail (the last ones before the table went quiet) are
+		// a gap too, asked for like any other.
+		for k, c := range insCP {
+			if verified[k] {
+				maxSeq = max(maxSeq, c.Seq)
+			}
+		}
 		for {
 			if _, ok := r.rows[contig+1]; !ok {
 				break

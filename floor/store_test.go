@@ -321,3 +321,25 @@ func TestStoreGap(t *testing.T) {
 		t.Errorf("alerts %v", a)
 	}
 }
+
+// TestStoreTailGap: rows lost at the tail, after which the table said
+// nothing more, are a gap once a checkpoint names them.
+func TestStoreTailGap(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+	c := newChain(t, "BAC-09", 20)
+	c.registry(reg)
+	if _, err := s.apply(ctx, append(rowItems(c.rows[:17]), cpItem(c.checkpoint(20, t0.Add(time.Minute)))), reg, "w", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if contig, max := contigOf(t, s, c.table); contig != 17 || max != 20 {
+		t.Fatalf("contig %d max %d, want 17 20", contig, max)
+	}
+	if _, err := s.apply(ctx, rowItems(c.rows[17:]), reg, "w", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if contig, max := contigOf(t, s, c.table); contig != 20 || max != 20 {
+		t.Fatalf("after the resync: contig %d max %d, want 20 20", contig, max)
+	}
+}
