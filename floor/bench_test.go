@@ -138,7 +138,15 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 	pool.QueryRow(ctx, store.sql(`SELECT count(*) FROM S.rows`)).Scan(&n)
 	pool.QueryRow(ctx, store.sql(`SELECT count(*) FROM S.alerts`)).Scan(&alerts)
 	if n != int64(per*tables) || alerts != 0 {
-		b.Fatalf("%d rows stored of %d, %d alerts", n, per*tables, alerts)
+		var kinds []string
+		rows, _ := pool.Query(ctx, store.sql(`SELECT table_id || ' ' || kind || ' ' || seq || ': ' || message FROM S.alerts ORDER BY id LIMIT 10`))
+		for rows.Next() {
+			var k string
+			rows.Scan(&k)
+			kinds = append(kinds, k)
+		}
+		rows.Close()
+		b.Fatalf("%d rows stored of %d, %d alerts: %v", n, per*tables, alerts, kinds)
 	}
 	b.ReportMetric(float64(n)/el.Seconds(), "rows/s")
 }
