@@ -3,7 +3,6 @@ package floor
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -183,6 +182,3 @@ func ParseCheckpoint(table string, payload []byte) (audit.Checkpoint, error) {
 	}
 	return c, nil
 }
-
-// errNotJSON is a payload that is not even JSON.
-var errNotJSON = errors.New("not JSON")

@@ -52,8 +52,8 @@ type Alert struct {
 	Tamper  bool      `json:"tamper"`
 	Witness string    `json:"witness"`
 	At      time.Time `json:"at"`
-	// Raised is when the table raised it, for an alert taken from a
-	// table (zero otherwise); the floor view measures its delay with it.
+	// key makes the alert unique per table and kind in the database: a
+	// second witness raising the same one stores nothing.
 	key string
 }
 
@@ -364,7 +364,7 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 		var ins, forks []*Row
 		for _, row := range rows {
 			if got := row.ComputeHash(); got != row.Hash {
-				raise(t, AlertBadHash, row.Seq2Key(), row.Seq, fmt.Sprintf("row %d of %s: hash %s is not the hash of its fields (%s)", row.Seq, t, short(row.Hash), short(got)))
+				raise(t, AlertBadHash, row.seqKey(), row.Seq, fmt.Sprintf("row %d of %s: hash %s is not the hash of its fields (%s)", row.Seq, t, short(row.Hash), short(got)))
 				continue
 			}
 			if have, ok := r.rows[row.Seq]; ok {
@@ -372,7 +372,7 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 					// One alert for a run of forked rows (a rewritten
 					// stretch sent again): the forks table keeps each.
 					if !r.forkAt[row.Seq-1] {
-						raise(t, AlertFork, row.Seq2Key(), row.Seq, fmt.Sprintf("row %d of %s seen with two hashes: %s witnessed, now %s (and the rows after it that differ too, kept aside)", row.Seq, t, short(have.hash), short(row.Hash)))
+						raise(t, AlertFork, row.seqKey(), row.Seq, fmt.Sprintf("row %d of %s seen with two hashes: %s witnessed, now %s (and the rows after it that differ too, kept aside)", row.Seq, t, short(have.hash), short(row.Hash)))
 					}
 					r.forkAt[row.Seq] = true
 					forks = append(forks, row)
@@ -382,17 +382,17 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 			// The links, to what was witnessed before and what this batch
 			// brings.
 			if row.Seq == 1 && row.PrevHash != (audit.Hash{}) {
-				raise(t, AlertBrokenLink, row.Seq2Key(), row.Seq, fmt.Sprintf("row 1 of %s: prev_hash %s, want zero", t, short(row.PrevHash)))
+				raise(t, AlertBrokenLink, row.seqKey(), row.Seq, fmt.Sprintf("row 1 of %s: prev_hash %s, want zero", t, short(row.PrevHash)))
 			}
 			if p, ok := r.rows[row.Seq-1]; ok && p.hash != row.PrevHash {
-				raise(t, AlertBrokenLink, row.Seq2Key(), row.Seq, fmt.Sprintf("row %d of %s: prev_hash %s, but row %d was witnessed with hash %s", row.Seq, t, short(row.PrevHash), row.Seq-1, short(p.hash)))
+				raise(t, AlertBrokenLink, row.seqKey(), row.Seq, fmt.Sprintf("row %d of %s: prev_hash %s, but row %d was witnessed with hash %s", row.Seq, t, short(row.PrevHash), row.Seq-1, short(p.hash)))
 			}
 			if n, ok := r.rows[row.Seq+1]; ok && n.prev != row.Hash {
 				raise(t, AlertBrokenLink, strconv.FormatInt(row.Seq+1, 10), row.Seq+1, fmt.Sprintf("row %d of %s: prev_hash %s, but row %d arrived with hash %s", row.Seq+1, t, short(n.prev), row.Seq, short(row.Hash)))
 			}
 			for _, c := range r.cpsAt[row.Seq] {
 				if c.head != row.Hash {
-					raise(t, AlertCheckpointClash, "row-"+row.Seq2Key(), row.Seq, fmt.Sprintf("row %d of %s has hash %s, but a checkpoint witnessed earlier signed head %s", row.Seq, t, short(row.Hash), short(c.head)))
+					raise(t, AlertCheckpointClash, "row-"+row.seqKey(), row.Seq, fmt.Sprintf("row %d of %s has hash %s, but a checkpoint witnessed earlier signed head %s", row.Seq, t, short(row.Hash), short(c.head)))
 				}
 			}
 			r.rows[row.Seq] = neighbour{prev: row.PrevHash, hash: row.Hash}
@@ -613,8 +613,8 @@ func cpSig(reg *Registry, table string, c *audit.Checkpoint, pre map[*audit.Chec
 	return reg.verify(table, *c)
 }
 
-// Seq2Key is the alert key of a row's seq.
-func (r *Row) Seq2Key() string { return strconv.FormatInt(r.Seq, 10) }
+// seqKey is the alert key of a row's seq.
+func (r *Row) seqKey() string { return strconv.FormatInt(r.Seq, 10) }
 
 func cpKey(c *audit.Checkpoint) string {
 	return strconv.FormatInt(c.Seq, 10) + "-" + strconv.FormatInt(c.SignedAt.UnixNano(), 10) + "-" + c.HeadHash.String()[:16]
