@@ -77,12 +77,21 @@ flags:
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	pool, err := pgxpool.New(ctx, *db)
+	return witness(ctx, cfg, *db, *schema, *httpAddr, stdout)
+}
+
+// witness runs a witness (and the floor view on httpAddr, if set) until
+// ctx is done.
+func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string, stdout io.Writer) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	reg := cfg.Registry
+	pool, err := pgxpool.New(ctx, db)
 	if err != nil {
 		return fmt.Errorf("floor database: %w", err)
 	}
 	defer pool.Close()
-	if cfg.Store, err = floor.OpenStore(ctx, pool, *schema); err != nil {
+	if cfg.Store, err = floor.OpenStore(ctx, pool, schema); err != nil {
 		return err
 	}
 	cfg.Logger = slog.Default()
@@ -93,9 +102,9 @@ flags:
 	defer w.Close()
 	var wg sync.WaitGroup
 	var srvErr error
-	if *httpAddr != "" {
+	if httpAddr != "" {
 		v := floor.NewView(cfg.Store, reg, cfg.Subjects, nil, slog.Default())
-		ln, err := net.Listen("tcp", *httpAddr)
+		ln, err := net.Listen("tcp", httpAddr)
 		if err != nil {
 			return fmt.Errorf("floor view: %w", err)
 		}
