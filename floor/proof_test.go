@@ -139,6 +139,7 @@ func TestFloorProof(t *testing.T) {
 	sleep(ctx, minute/4)
 	f.KillWitness(0)
 	f.Tables[cut].Cut()
+	cutAt := time.Now()
 	f.Tables[killed].Kill()
 	t.Logf("witness 1 killed, %s's bridge cut, %s's controller killed -9", f.Tables[cut].ID, f.Tables[killed].ID)
 	sleep(ctx, minute/4)
@@ -158,12 +159,13 @@ func TestFloorProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s's trail cut back to row %d and dealt on", f.Tables[rewritten].ID, head)
-	sleep(ctx, minute/2)
+	// The witness and the bridge stay down a whole "minute".
+	sleep(ctx, time.Until(cutAt.Add(minute)))
 	if err := f.StartWitness(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	f.Tables[cut].Mend()
-	t.Logf("witness 1 back, %s's bridge mended", f.Tables[cut].ID)
+	t.Logf("witness 1 back, %s's bridge mended, after %s", f.Tables[cut].ID, time.Since(cutAt).Round(time.Second))
 	st("after the faults")
 	sleep(ctx, minute/2)
 
