@@ -222,6 +222,13 @@ func parseTime(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
+// RowHash is a row's hash from its fields as stored: at is the stored
+// time text, body the stored canonical JSON. A witness off the box that
+// received the row (pit/events, an export line) recomputes it with this.
+func RowHash(seq int64, at, kind string, shoe, coup int64, body []byte, prev Hash) Hash {
+	return rowHash(seq, at, kind, shoe, coup, body, prev)
+}
+
 // ComputeHash recomputes r's hash from its fields; for a row read from an
 // intact trail it equals r.Hash.
 func (r Record) ComputeHash() Hash {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -11,11 +12,15 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	signedcmd "github.com/tablectl/tablectl/command"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 )
 
@@ -86,6 +91,8 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noSigs := fs.Bool("no-signatures", false, "check the chain only: without it, a run with no --pubkey fails")
 	keyring := fs.String("keyring", "", "re-verify every recorded command against this supervisors' keyring `file`")
+	witness := fs.String("witness", "", "compare the trail row by row with the floor's witnessed copy: the floor database's `URL` (postgres://...; docs/floor.md)")
+	witnessSchema := fs.String("witness-schema", "floor", "the floor's `schema` in the witness's database")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -129,7 +136,23 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var witnessed *floor.TrailReport
+	if *witness != "" {
+		if witnessed, err = verifyAgainstWitness(*db, *witness, *witnessSchema); err != nil {
+			return err
+		}
+		if *asJSON {
+			err = json.NewEncoder(stdout).Encode(witnessed)
+		} else {
+			err = witnessed.WriteText(stdout)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	switch {
+	case witnessed != nil && !witnessed.OK():
+		return fmt.Errorf("%w: it differs from what the floor witnessed", errTampered)
 	case rep.Tampered():
 		return fmt.Errorf("%w: %d findings", errTampered, int64(len(rep.Findings))+rep.Omitted)
 	case rep.Unverifiable != "":
@@ -161,6 +184,28 @@ func checkCommands(db, keyringFile string, report func(audit.Finding)) error {
 		report(audit.Finding{Kind: audit.FindingForgedCommand, Seq: f.Seq, Detail: f.Detail})
 	}
 	return nil
+}
+
+// verifyAgainstWitness compares the trail at db with the floor's copy in
+// the database at url.
+func verifyAgainstWitness(db, url, schema string) (*floor.TrailReport, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r, err := audit.OpenReader(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("witness: %w", err)
+	}
+	defer pool.Close()
+	st, err := floor.OpenStore(ctx, pool, schema)
+	if err != nil {
+		return nil, err
+	}
+	return floor.VerifyTrail(ctx, r, st, r.Table())
 }
 
 // errUnverified is returned when the chain holds but the signatures were

@@ -47,11 +47,15 @@ flags:
 	fs.DurationVar(&o.CoupPace, "coup-pace", -1, "the betting time before each coup (default 5 x --pace)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "shuffle seed (0: a new shoe each run)")
 	fs.IntVar(&o.Shoes, "shoes", 1, "shoes to deal, one after another")
+	fl := floorDemoFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *fl.tables > 0 {
+		return floorDemo(ctx, fl, o, stdout)
+	}
 	return demo(ctx, o, stdout)
 }
 

@@ -139,10 +139,16 @@ func (e *engine) msg(topic string, qos byte, retained bool, v any) (Message, boo
 	return Message{Topic: e.topics.Topic(topic), QoS: qos, Retained: retained, Payload: b}, true
 }
 
-// eventMessage is the pit/events message of a row.
+// eventMessage is the pit/events message of a row. The body goes out as
+// stored, byte for byte ('<', '>' and '&' are not escaped as json.Marshal
+// would), so a witness recomputes the row's hash from the payload alone.
 func (e *engine) eventMessage(rec audit.Record) Message {
-	m, _ := e.msg(TopicPitEvents, 1, false, EventOf(rec))
-	return m
+	b, err := MarshalEvent(EventOf(rec))
+	if err != nil {
+		e.log.Error("payload does not encode", "topic", TopicPitEvents, "err", err)
+		return Message{}
+	}
+	return Message{Topic: e.topics.Topic(TopicPitEvents), QoS: 1, Retained: false, Payload: b}
 }
 
 // rowMessages are the messages a row calls for besides its event: the

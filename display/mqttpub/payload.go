@@ -1,6 +1,7 @@
 package mqttpub
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -40,9 +41,21 @@ type Event struct {
 	Hash     audit.Hash      `json:"hash"`
 }
 
+// MarshalEvent is the pit/events payload's bytes: the body exactly as
+// stored (no HTML escaping), the time in the stored form.
+func MarshalEvent(ev Event) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // EventOf is the pit/events payload of a row.
 func EventOf(r audit.Record) Event {
-	return Event{Seq: r.Seq, At: r.At, Kind: r.Kind, Shoe: r.Shoe, Coup: r.Coup, Body: r.Body, PrevHash: r.PrevHash, Hash: r.Hash}
+	return Event{Seq: r.Seq, At: r.At.UTC(), Kind: r.Kind, Shoe: r.Shoe, Coup: r.Coup, Body: r.Body, PrevHash: r.PrevHash, Hash: r.Hash}
 }
 
 // PublicShoe is the public/shoe payload.

@@ -21,7 +21,7 @@ const module = "github.com/tablectl/tablectl"
 // of a later one. The other stages stand outside the flow: "beside" is the
 // wiring and infrastructure around it (the controller, metrics, brokers),
 // "tests" are helpers only tests import, "tool" is a command.
-var ranks = map[string]int{"base": 0, "device": 1, "shoeread": 2, "audit": 3, "command": 4, "display": 5}
+var ranks = map[string]int{"base": 0, "device": 1, "shoeread": 2, "audit": 3, "command": 4, "display": 5, "floor": 6}
 
 var outside = []string{"beside", "tests", "tool"}
 

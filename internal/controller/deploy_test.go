@@ -80,7 +80,7 @@ func deployedMosquitto(t *testing.T, users map[string]string) (url string, proc 
 		t.Fatal(err)
 	}
 	bridgeConf := strings.NewReplacer(
-		"address mqtt-central-1.casino.internal:8883 mqtt-central-2.casino.internal:8883", "address 127.0.0.1:1",
+		"address floor-nats-1.casino.internal:8883 floor-nats-2.casino.internal:8883 floor-nats-3.casino.internal:8883", "address 127.0.0.1:1",
 		"/etc/mosquitto/certs/ca.crt", crt, "/etc/mosquitto/certs/table-bridge.crt", crt, "/etc/mosquitto/certs/table-bridge.key", key).Replace(string(bridge))
 	files := map[string]string{
 		filepath.Join(dir, "mosquitto.conf"):         main,

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tablectl/tablectl/floor"
+	"github.com/tablectl/tablectl/internal/controller"
+	"github.com/tablectl/tablectl/internal/floorsim"
+)
+
+// floorDemoOptions are demo's flags for a floor (--tables N).
+type floorDemoOptions struct {
+	tables           *int
+	db, schema, view *string
+}
+
+func floorDemoFlags(fs *flag.FlagSet) floorDemoOptions {
+	return floorDemoOptions{
+		tables: fs.Int("tables", 0, "run a floor of `N` simulated tables instead: a NATS cluster, two witnesses into PostgreSQL and the floor view (docs/floor.md)"),
+		db:     fs.String("floor-db", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "with --tables: the floor's PostgreSQL `URL`"),
+		schema: fs.String("floor-schema", "floor_demo", "with --tables: the floor's `schema` (emptied first)"),
+		view:   fs.String("floor-http", "127.0.0.1:8090", "with --tables: the floor view's `address`"),
+	}
+}
+
+// floorDemo runs --tables N tables, each a simulated shoe and a controller
+// process, publishing straight to a 3-node NATS cluster's MQTT listeners,
+// two witnesses storing into PostgreSQL and the floor view, until ctx is
+// done. The store is PostgreSQL, the floor's real one, not an embedded
+// stand-in: what the demo shows is the code that runs a floor.
+func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOptions, stdout io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return err
+	}
+	dir = filepath.Join(dir, "floor")
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// A fresh schema: the demo's tables start from seq 1 each run.
+	if err := dropSchema(ctx, *fl.db, *fl.schema); err != nil {
+		return err
+	}
+	coupPace := o.CoupPace
+	if coupPace < 0 {
+		coupPace = 5 * o.Pace
+	}
+	f, err := floorsim.Start(ctx, floorsim.Options{Dir: dir, Tables: *fl.tables, Nodes: 3, Witness: 2, CardPace: o.Pace, CoupPace: coupPace,
+		Seed: o.Seed, Postgres: *fl.db, Schema: *fl.schema, Exe: exe, Heartbeat: time.Minute, Log: log})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	nc, err := nats.Connect(f.Cluster.URLs())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	v := floor.NewView(f.Store, f.Registry, floor.Subjects{}, nil, log)
+	ln, err := net.Listen("tcp", *fl.view)
+	if err != nil {
+		return fmt.Errorf("floor view: %w", err)
+	}
+	srv := &http.Server{Handler: v, ReadHeaderTimeout: 10 * time.Second}
+	go v.Run(ctx, nc, 2*time.Second)
+	go srv.Serve(ln)
+	defer srv.Close()
+	first := f.Tables[0]
+	fmt.Fprintf(stdout, `tablectl demo: a floor of %d simulated tables (%s ... %s) on this machine.
+
+  floor view       http://%s/
+  floor broker     %s   (NATS, JetStream; MQTT on %s ...)
+  floor alerts     floor/alerts on the broker's MQTT listener
+  witnessed rows   %s, schema %s (tables rows, checkpoints, alerts, forks)
+  trails           %s/<table>/trail.db
+                   verify one against the witness:
+                   tablectl audit verify --db %s --pubkey %s --witness '%s' --witness-schema %s
+
+Ctrl-C stops it.
+`, len(f.Tables), first.ID, f.Tables[len(f.Tables)-1].ID, ln.Addr(), f.Cluster.URLs(), f.Cluster.Nodes[0].MQTTAddr(),
+		*fl.db, *fl.schema, dir, first.Trail, first.PubKey, *fl.db, *fl.schema)
+	<-ctx.Done()
+	return nil
+}
+
+func dropSchema(ctx context.Context, url, schema string) error {
+	conn, err := pgxConnect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("the floor's database (--floor-db; PostgreSQL is what the floor runs on): %w", err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+quoteIdent(schema)+" CASCADE")
+	return err
+}
+
+func pgxConnect(ctx context.Context, url string) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }
+
+func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }

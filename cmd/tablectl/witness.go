@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablectl/tablectl/floor"
+	"github.com/tablectl/tablectl/internal/supervisor"
+)
+
+func init() {
+	register(command{name: "witness", short: "the floor's witness: every table's rows and checkpoints into PostgreSQL, checked (docs/floor.md)", run: runWitness})
+}
+
+func runWitness(args []string, stdout io.Writer) error {
+	fs := newFlagSet("witness")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: tablectl witness --db URL --registry FILE [flags]
+
+Takes every table's pit/events and pit/checkpoint from the floor's NATS
+JetStream stream, checks each row's hash and link and each checkpoint's
+signature against the table's registered key, keeps every row exactly once
+in PostgreSQL and raises floor alerts (floor/alerts). Run two or more: they
+share the work. With --http it serves the floor view. docs/floor.md.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	var cfg floor.Config
+	host, _ := os.Hostname()
+	fs.StringVar(&cfg.Name, "name", host, "this witness's `name` in logs and alerts")
+	fs.StringVar(&cfg.NATS, "nats", "nats://127.0.0.1:4222", "the floor broker's `URLs`, comma-separated")
+	db := fs.String("db", "", "the floor's PostgreSQL `URL` (postgres://user@host/db)")
+	schema := fs.String("schema", "floor", "the floor's `schema` in the database")
+	registry := fs.String("registry", "", "the tables' registry `file`: their checkpoint keys (docs/floor.md)")
+	key := fs.String("key", "", "the witness's supervisor key `file` (tablectl keygen), for resync requests; without it gaps are only alerted")
+	as := fs.String("as", "", "the key's `name` in the tables' keyrings (default: the key file's name)")
+	fs.StringVar(&cfg.Stream, "stream", floor.DefaultStream, "the JetStream `stream`")
+	fs.StringVar(&cfg.Consumer, "consumer", floor.DefaultConsumer, "the durable `consumer` every witness shares")
+	fs.IntVar(&cfg.Replicas, "replicas", 3, "the stream's replicas when it is created")
+	fs.IntVar(&cfg.Batch, "batch", floor.DefaultBatch, "messages taken and committed at once")
+	httpAddr := fs.String("http", "", "serve the floor view at this `address` (empty: none)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *db == "" || *registry == "" {
+		fmt.Fprintln(fs.Output(), "--db and --registry are required")
+		return errUsage
+	}
+	reg, err := floor.LoadRegistry(*registry)
+	if err != nil {
+		return err
+	}
+	cfg.Registry = reg
+	if *key != "" {
+		k, name, err := supervisor.LoadKey(*key)
+		if err != nil {
+			return err
+		}
+		cfg.Key, cfg.KeyName = k, name
+		if *as != "" {
+			cfg.KeyName = *as
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return witness(ctx, cfg, *db, *schema, *httpAddr, stdout)
+}
+
+// witness runs a witness (and the floor view on httpAddr, if set) until
+// ctx is done.
+func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string, stdout io.Writer) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	reg := cfg.Registry
+	pool, err := pgxpool.New(ctx, db)
+	if err != nil {
+		return fmt.Errorf("floor database: %w", err)
+	}
+	defer pool.Close()
+	if cfg.Store, err = floor.OpenStore(ctx, pool, schema); err != nil {
+		return err
+	}
+	cfg.Logger = slog.Default()
+	w, err := floor.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	var wg sync.WaitGroup
+	var srvErr error
+	if httpAddr != "" {
+		v := floor.NewView(cfg.Store, reg, cfg.Subjects, nil, slog.Default())
+		ln, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			return fmt.Errorf("floor view: %w", err)
+		}
+		srv := &http.Server{Handler: v, ReadHeaderTimeout: 10 * time.Second}
+		wg.Add(2)
+		go func() { defer wg.Done(); v.Run(ctx, w.Conn(), 2*time.Second) }()
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				srvErr = err
+			}
+		}()
+		go func() { <-ctx.Done(); srv.Close() }()
+		fmt.Fprintf(stdout, "floor view on http://%s/\n", ln.Addr())
+	}
+	slog.Info("witness running", "name", cfg.Name, "nats", cfg.NATS, "tables", len(reg.Tables))
+	err = w.Run(ctx)
+	stop()
+	wg.Wait()
+	return errors.Join(err, srvErr)
+}

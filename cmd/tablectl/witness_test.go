@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/floor"
+	"github.com/tablectl/tablectl/internal/floorsim"
+	"github.com/tablectl/tablectl/internal/floortest"
+)
+
+func copyFile(t *testing.T, from, to string) {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAuditVerifyWitness: a trail the floor witnessed verifies against
+// the witness; the same box's trail cut back and dealt on again, signed
+// with its own key, still verifies alone (--pubkey) and fails against the
+// witness.
+func TestAuditVerifyWitness(t *testing.T) {
+	pool, schema := floortest.Postgres(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	priv, pubFile, err := audit.GenerateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := audit.LoadPrivateKey(priv)
+	write := func(db string, bodies ...string) {
+		st, err := audit.Open(ctx, db, audit.Options{Table: "BAC-07", Key: key, CheckpointEvery: 1, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		for _, b := range bodies {
+			if _, err := st.Append(ctx, audit.Event{Kind: "card", Shoe: 1, Coup: 1, Body: map[string]string{"card": b}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	honest := filepath.Join(dir, "honest.db")
+	write(honest, "2H", "3D", "7C", "KS", "4C", "5S")
+	// The floor witnessed every row and checkpoint as published.
+	st, err := floor.OpenStore(ctx, pool, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := audit.OpenReader(ctx, honest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []floor.Row
+	for rec, err := range r.Events(ctx, audit.Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, floor.Row{Table: "BAC-07", Seq: rec.Seq, At: rec.At.UTC().Format(time.RFC3339Nano), Kind: rec.Kind, Shoe: rec.Shoe, Coup: rec.Coup, Body: rec.Body, PrevHash: rec.PrevHash, Hash: rec.Hash})
+	}
+	cps, err := r.Checkpoints(ctx)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := audit.LoadPublicKey(pubFile)
+	reg := &floor.Registry{Tables: map[string]floor.TableEntry{"BAC-07": {Keys: []ed25519.PublicKey{pub}}}}
+	if alerts, err := st.Take(ctx, reg, "test", rows, cps); err != nil || len(alerts) != 0 {
+		t.Fatalf("witnessing the honest trail: %v %v", alerts, err)
+	}
+	url := floortest.PostgresURL()
+	var out bytes.Buffer
+	if err := runAudit([]string{"verify", "--db", honest, "--pubkey", pubFile, "--witness", url, "--witness-schema", schema}, &out); err != nil {
+		t.Fatalf("honest trail against the witness: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "matches the witness: 6 rows matched") {
+		t.Errorf("honest: %s", out.String())
+	}
+	// Root on the box: the first three rows kept, three others dealt in
+	// their place, checkpoints signed by the box's own key.
+	rewritten := filepath.Join(dir, "rewritten.db")
+	copyFile(t, honest, rewritten)
+	if head, err := floorsim.RewriteTrail(ctx, rewritten, 3); err != nil || head != 3 {
+		t.Fatalf("rewrite: %d %v", head, err)
+	}
+	write(rewritten, "9H", "9D", "9S")
+	out.Reset()
+	if err := runAudit([]string{"verify", "--db", rewritten, "--pubkey", pubFile}, &out); err != nil {
+		t.Fatalf("the rewritten trail should verify on its own (that is the attack): %v\n%s", err, out.String())
+	}
+	out.Reset()
+	err = runAudit([]string{"verify", "--db", rewritten, "--pubkey", pubFile, "--witness", url, "--witness-schema", schema}, &out)
+	if !errors.Is(err, errTampered) || !strings.Contains(out.String(), "DIFFERS from the witness") || !strings.Contains(out.String(), "3 rows differ (first [4 5 6])") {
+		t.Errorf("rewritten against the witness: %v\n%s", err, out.String())
+	}
+	// A trail cut back is caught too.
+	cut := filepath.Join(dir, "cut.db")
+	copyFile(t, honest, cut)
+	if _, err := floorsim.RewriteTrail(ctx, cut, 4); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = runAudit([]string{"verify", "--db", cut, "--pubkey", pubFile, "--witness", url, "--witness-schema", schema}, &out)
+	if !errors.Is(err, errTampered) || !strings.Contains(out.String(), "2 witnessed rows past the trail's head") {
+		t.Errorf("cut back against the witness: %v\n%s", err, out.String())
+	}
+}
+
+// TestWitnessCommand: `tablectl witness` against a NATS node makes the
+// stream, takes a table's row and checkpoint published on it into
+// PostgreSQL, and serves the floor view showing the table witnessed.
+func TestWitnessCommand(t *testing.T) {
+	pool, schema := floortest.Postgres(t)
+	cluster := floortest.Cluster(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	priv, pubFile, err := audit.GenerateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := audit.LoadPrivateKey(priv)
+	regFile := filepath.Join(dir, "floor.json")
+	if err := os.WriteFile(regFile, []byte(`{"tables":{"BAC-07":{"public_key_files":["`+filepath.Base(pubFile)+`"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := floor.LoadRegistry(regFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- witness(ctx, floor.Config{Name: "t", NATS: cluster.URLs(), Replicas: 1, Registry: reg, Logger: slog.New(slog.DiscardHandler)},
+			floortest.PostgresURL(), schema, "127.0.0.1:0", out)
+	}()
+	var view string
+	for view == "" {
+		if i := strings.Index(out.String(), "floor view on "); i >= 0 {
+			view = strings.Fields(out.String()[i+len("floor view on "):])[0]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("witness stopped: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	// A table publishes a row and its checkpoint, as the bridge brings them.
+	st, err := audit.Open(ctx, filepath.Join(dir, "trail.db"), audit.Options{Table: "BAC-07", Key: key, CheckpointEvery: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.Append(ctx, audit.Event{Kind: "card", Shoe: 1, Coup: 1, Body: map[string]string{"card": "KH", "note": "<ok>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	ev, _ := mqttpub.MarshalEvent(mqttpub.EventOf(rec))
+	cp, _ := json.Marshal(rec.Checkpoint)
+	nc, err := nats.Connect(cluster.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err1 := js.Publish(ctx, "tablectl.BAC-07.pit.events", ev)
+		_, err2 := js.Publish(ctx, "tablectl.BAC-07.pit.checkpoint", cp)
+		if err1 == nil && err2 == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("publish: %v %v", err1, err2)
+		}
+		time.Sleep(200 * time.Millisecond) // the witness makes the stream
+	}
+	for {
+		var n, cps int64
+		pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+schema+`.rows), (SELECT count(*) FROM `+schema+`.checkpoints WHERE verified)`).Scan(&n, &cps)
+		resp, err := http.Get(view + "floor.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if n == 1 && cps == 1 && strings.Contains(string(b), `"witnessed":1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows, %d verified checkpoints witnessed; floor view %s", n, cps, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

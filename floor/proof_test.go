@@ -1,0 +1,366 @@
+package floor_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/floor"
+	"github.com/tablectl/tablectl/internal/controller"
+	"github.com/tablectl/tablectl/internal/floorsim"
+	"github.com/tablectl/tablectl/internal/floortest"
+	"github.com/tablectl/tablectl/internal/mosquitto"
+	"github.com/tablectl/tablectl/internal/testenv"
+)
+
+// childEnv makes the test binary act as `tablectl run --config FILE`, so
+// the tables' controllers are processes of their own (killed with -9)
+// without building the tablectl binary.
+const childEnv = "TABLECTL_FLOOR_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(runChild(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(args []string) int {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if len(args) != 3 || args[0] != "run" || args[1] != "--config" {
+		fmt.Fprintf(os.Stderr, "test child: want run --config FILE, got %q\n", args)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := controller.RunFile(ctx, args[2], controller.MQTTOverride{}, slog.Default()); err != nil {
+		fmt.Fprintf(os.Stderr, "tablectl run: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+var (
+	proofTables = flag.Int("floor.tables", 20, "the floor proof's tables")
+	proofLog    = flag.Bool("floor.log", false, "the floor proof's witnesses log on stderr")
+	proofMinute = flag.Duration("floor.minute", 20*time.Second, "the floor proof's \"minute\": how long each outage lasts (the bench: 1m)")
+)
+
+// TestFloorProof is the floor's proof (issue 17): a 3-node NATS cluster on
+// loopback, -floor.tables tables (controller process, simulated shoe at 10
+// times a dealer's pace, Mosquitto bridged as deploy/mosquitto says), two
+// witnesses into PostgreSQL. While the tables deal: one NATS node is
+// killed, a witness is down for a "minute", one table's bridge is cut for
+// a "minute", one controller is killed -9 and started again, and one box's
+// trail is rewritten (cut back and dealt on, signed with the box's own
+// key). At the end PostgreSQL holds every row of every honest table
+// exactly once, hash for hash as in the table's own trail; the rewritten
+// table is flagged (fork, broken link or checkpoint backwards) and no
+// other table is; the rewritten trail fails VerifyTrail against the
+// witness and every other passes.
+func TestFloorProof(t *testing.T) {
+	testenv.Long(t, "the floor proof (NATS cluster, 20 tables, PostgreSQL; minutes)")
+	pool, schema := floortest.Postgres(t)
+	_ = pool
+	floortest.Cluster(t, 1) // skips or fails here when nats-server is missing
+	testenv.Command(t, "mosquitto", "mosquitto")
+	bridge, err := os.ReadFile("../deploy/mosquitto/bridge.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		cut       = 1 // the table whose bridge is cut
+		killed    = 2 // the table whose controller is killed -9
+		rewritten = 3 // the table whose trail is rewritten
+	)
+	minute := *proofMinute
+	if *proofTables < 4 {
+		t.Fatalf("-floor.tables %d: the proof needs 4 or more", *proofTables)
+	}
+	var alertMu sync.Mutex
+	var alerts []floor.Alert
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	f, err := floorsim.Start(ctx, floorsim.Options{Dir: t.TempDir(), Tables: *proofTables, Nodes: 3, Witness: 2,
+		CardPace: 100 * time.Millisecond, CoupPace: 500 * time.Millisecond, Seed: 17,
+		Postgres: floortest.PostgresURL(), Schema: schema, Bridge: string(bridge), Proxied: map[int]bool{cut: true},
+		Exe: exe, Env: []string{childEnv + "=1"}, Heartbeat: minute / 2, Log: testLog(t),
+		StartBroker: func(conf string) (floorsim.Broker, error) { return mosquitto.Start(conf, 10*time.Second) },
+		OnAlert: func(a floor.Alert) {
+			alertMu.Lock()
+			alerts = append(alerts, a)
+			alertMu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, i := range []int{cut, killed, rewritten} {
+				if i < len(f.Tables) {
+					t.Logf("table %s controller:\n%s", f.Tables[i].ID, tailLines(f.Tables[i].Log(), 15))
+					t.Logf("table %s Mosquitto:\n%s", f.Tables[i].ID, tailLines(f.Tables[i].BrokerLog(), 15))
+				}
+			}
+		}
+	})
+	st := func(what string) {
+		s := f.WitnessStats()
+		t.Logf("%s: witnesses took %d rows, %d checkpoints in %d batches; %d alerts, %d resyncs", what, s.Rows, s.Checkpoints, s.Batches, s.Alerts, s.Resyncs)
+	}
+	// Every table reaches the witnesses.
+	waitFor(t, ctx, 2*time.Minute, "every table's rows witnessed", func() bool {
+		for _, tb := range f.Tables {
+			if witnessedMax(t, f, tb.ID) < 20 {
+				return false
+			}
+		}
+		return true
+	})
+	st("dealing")
+
+	// The faults, overlapping as they would on a bad night.
+	f.Cluster.Kill(0)
+	t.Logf("NATS node %s killed", f.Cluster.Nodes[0].Name)
+	sleep(ctx, minute/4)
+	f.KillWitness(0)
+	f.Tables[cut].Cut()
+	cutAt := time.Now()
+	f.Tables[killed].Kill()
+	t.Logf("witness 1 killed, %s's bridge cut, %s's controller killed -9", f.Tables[cut].ID, f.Tables[killed].ID)
+	sleep(ctx, minute/4)
+	if err := f.Tables[killed].Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Cluster.Restart(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s's controller and NATS node %s started again", f.Tables[killed].ID, f.Cluster.Nodes[0].Name)
+	// The rewrite: root on the box cuts its trail back below what the
+	// floor witnessed and deals on, signing with the box's own key.
+	waitFor(t, ctx, minute, "rows of the table to rewrite witnessed", func() bool { return witnessedMax(t, f, f.Tables[rewritten].ID) > 100 })
+	back := witnessedMax(t, f, f.Tables[rewritten].ID) - 60
+	head, err := f.Tables[rewritten].Rewrite(ctx, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s's trail cut back to row %d and dealt on", f.Tables[rewritten].ID, head)
+	// The witness and the bridge stay down a whole "minute".
+	sleep(ctx, time.Until(cutAt.Add(minute)))
+	if err := f.StartWitness(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Tables[cut].Mend()
+	t.Logf("witness 1 back, %s's bridge mended, after %s", f.Tables[cut].ID, time.Since(cutAt).Round(time.Second))
+	st("after the faults")
+	sleep(ctx, minute/2)
+
+	// The end: the dealers stop, and every honest table's trail is in the
+	// floor's database, exactly, once the witnesses have caught up.
+	for _, tb := range f.Tables {
+		tb.StopDealing()
+	}
+	st("dealing stopped")
+	var heads map[string]int64
+	var lagging []string
+	defer func() {
+		if t.Failed() && len(lagging) > 0 {
+			t.Logf("tables not witnessed to their trail's head: %v", lagging)
+		}
+	}()
+	waitFor(t, ctx, 3*time.Minute, "the witnesses to hold every table's trail", func() bool {
+		heads = map[string]int64{}
+		lagging = nil
+		for i, tb := range f.Tables {
+			if i == rewritten {
+				continue
+			}
+			h := trailHead(t, tb.Trail)
+			heads[tb.ID] = h
+			if c := contig(t, f, tb.ID); c < h {
+				lagging = append(lagging, fmt.Sprintf("%s witnessed 1..%d (up to %d), trail head %d", tb.ID, c, witnessedMax(t, f, tb.ID), h))
+			}
+		}
+		return len(lagging) == 0
+	})
+	st("caught up")
+	for i, tb := range f.Tables {
+		r, err := audit.OpenReader(ctx, tb.Trail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := floor.VerifyTrail(ctx, r, f.Store, tb.ID)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == rewritten {
+			if rep.OK() {
+				t.Errorf("%s, rewritten and re-signed, verifies against the witness: %+v", tb.ID, rep)
+			} else {
+				t.Logf("%s against the witness: %s", tb.ID, rep.Summary())
+			}
+			continue
+		}
+		if !rep.OK() || rep.Rows < heads[tb.ID] {
+			t.Errorf("%s against the witness: %s", tb.ID, rep.Summary())
+		}
+		// Exactly once, and nothing the table did not write.
+		var n, max int64
+		if err := f.Pool.QueryRow(ctx, `SELECT count(*), coalesce(max(seq),0) FROM `+f.Store.Schema()+`.rows WHERE table_id = $1`, tb.ID).Scan(&n, &max); err != nil {
+			t.Fatal(err)
+		}
+		if n != max || n < heads[tb.ID] {
+			t.Errorf("%s: %d rows witnessed up to seq %d; its trail's head is %d", tb.ID, n, max, heads[tb.ID])
+		}
+	}
+	// Flags: the rewritten table, and only it.
+	rows, err := f.Pool.Query(ctx, `SELECT table_id, kind, seq, message FROM `+f.Store.Schema()+`.alerts ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagged := map[string][]string{}
+	for rows.Next() {
+		var table, kind, msg string
+		var seq int64
+		if err := rows.Scan(&table, &kind, &seq, &msg); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("floor alert: %s %s at %d: %s", table, kind, seq, msg)
+		if floor.Tamper(kind) {
+			flagged[table] = append(flagged[table], kind)
+		}
+	}
+	rows.Close()
+	rw := f.Tables[rewritten].ID
+	if len(flagged[rw]) == 0 {
+		t.Errorf("%s, rewritten, is not flagged", rw)
+	}
+	for table, kinds := range flagged {
+		if table != rw {
+			t.Errorf("%s flagged %v, but only %s was tampered with", table, kinds, rw)
+		}
+	}
+	alertMu.Lock()
+	defer alertMu.Unlock()
+	if !slices.ContainsFunc(alerts, func(a floor.Alert) bool { return a.Table == f.Tables[cut].ID && a.Kind == floor.AlertSilent }) {
+		t.Errorf("%s's bridge was cut for %s (heartbeat %s) and no silent alert was published", f.Tables[cut].ID, minute, minute/2)
+	}
+}
+
+// testLog is the floor's log: on stderr with -floor.log, else its
+// warnings kept for a failure's report.
+func testLog(t *testing.T) *slog.Logger {
+	if *proofLog {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	w := &logTail{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the floor's warnings (last lines):\n%s", tailLines(w.String(), 40))
+		}
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// logTail keeps the last 256 KiB written to it.
+type logTail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	if len(l.b) > 256<<10 {
+		l.b = append([]byte(nil), l.b[len(l.b)-256<<10:]...)
+	}
+	return len(p), nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func waitFor(t *testing.T, ctx context.Context, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("waited %s for %s", d, what)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func witnessedMax(t *testing.T, f *floorsim.Floor, table string) int64 {
+	var n int64
+	if err := f.Pool.QueryRow(context.Background(), `SELECT coalesce(max(max_seq),0) FROM `+f.Store.Schema()+`.tables WHERE table_id = $1`, table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func contig(t *testing.T, f *floorsim.Floor, table string) int64 {
+	var n int64
+	if err := f.Pool.QueryRow(context.Background(), `SELECT coalesce(max(contig),0) FROM `+f.Store.Schema()+`.tables WHERE table_id = $1`, table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func trailHead(t *testing.T, trail string) int64 {
+	r, err := audit.OpenReader(context.Background(), trail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h, err := r.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.Seq
+}
+
+func tailLines(s string, n int) string {
+	var lines []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			lines = append(lines, s[start:i])
+			start = i + 1
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := ""
+	for _, l := range lines {
+		out += l + "\n"
+	}
+	return out
+}

@@ -1,0 +1,345 @@
+package floor
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/internal/floortest"
+)
+
+var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// chain is a table's trail made by hand: rows and their checkpoints.
+type chain struct {
+	table string
+	key   ed25519.PrivateKey
+	rows  []Row
+}
+
+func newChain(t testing.TB, table string, n int) *chain {
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &chain{table: table, key: key}
+	c.extend(n, "")
+	return c
+}
+
+// extend adds n rows; salt changes their bodies (a rewritten history).
+func (c *chain) extend(n int, salt string) {
+	var prev audit.Hash
+	if len(c.rows) > 0 {
+		prev = c.rows[len(c.rows)-1].Hash
+	}
+	for range n {
+		seq := int64(len(c.rows) + 1)
+		r := Row{Table: c.table, Seq: seq, At: t0.Add(time.Duration(seq) * 10 * time.Millisecond).Format(time.RFC3339Nano), Kind: "card_dealt",
+			Shoe: 1, Coup: seq / 6, Body: fmt.Appendf(nil, `{"card":"%dH","note":"<a&b>%s"}`, seq%9+1, salt), PrevHash: prev}
+		r.Hash = r.ComputeHash()
+		prev = r.Hash
+		c.rows = append(c.rows, r)
+	}
+}
+
+// rewrite replaces rows from seq on with others, chained and re-signable.
+func (c *chain) rewrite(from int64, salt string) {
+	n := len(c.rows) - int(from) + 1
+	c.rows = c.rows[:from-1]
+	c.extend(n, salt)
+}
+
+func (c *chain) checkpoint(seq int64, at time.Time) audit.Checkpoint {
+	cp := audit.Checkpoint{Table: c.table, Seq: seq, HeadHash: c.rows[seq-1].Hash, SignedAt: at.UTC(), KeyID: audit.KeyID(c.key.Public().(ed25519.PublicKey))}
+	cp.Signature = ed25519.Sign(c.key, cp.Message())
+	return cp
+}
+
+func (c *chain) registry(reg *Registry) {
+	reg.Tables[c.table] = TableEntry{Keys: []ed25519.PublicKey{c.key.Public().(ed25519.PublicKey)}, Heartbeat: time.Minute}
+}
+
+func rowItems(rows []Row) []item {
+	out := make([]item, len(rows))
+	for i := range rows {
+		r := rows[i]
+		out[i] = item{table: r.Table, row: &r}
+	}
+	return out
+}
+
+func cpItem(cp audit.Checkpoint) item { return item{table: cp.Table, cp: &cp} }
+
+func newStore(t *testing.T) *Store {
+	pool, schema := floortest.Postgres(t)
+	s, err := OpenStore(context.Background(), pool, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// stored is what the store holds of a table: seq -> hash.
+func stored(t *testing.T, s *Store, table string) map[int64]audit.Hash {
+	rows, err := s.pool.Query(context.Background(), s.sql(`SELECT seq, hash FROM S.rows WHERE table_id = $1`), table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int64]audit.Hash{}
+	for rows.Next() {
+		var seq int64
+		var h []byte
+		if err := rows.Scan(&seq, &h); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := out[seq]; dup {
+			t.Fatalf("seq %d stored twice", seq)
+		}
+		out[seq] = toHash(h)
+	}
+	return out
+}
+
+type storedAlert struct {
+	kind string
+	seq  int64
+}
+
+func alertsOf(t *testing.T, s *Store, table string) []storedAlert {
+	rows, err := s.pool.Query(context.Background(), s.sql(`SELECT kind, seq FROM S.alerts WHERE table_id = $1 ORDER BY kind, seq`), table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []storedAlert
+	for rows.Next() {
+		var a storedAlert
+		if err := rows.Scan(&a.kind, &a.seq); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func contigOf(t *testing.T, s *Store, table string) (contig, max int64) {
+	if err := s.pool.QueryRow(context.Background(), s.sql(`SELECT contig, max_seq FROM S.tables WHERE table_id = $1`), table).Scan(&contig, &max); err != nil {
+		t.Fatal(err)
+	}
+	return contig, max
+}
+
+// TestStoreExactlyOnceConcurrent: two witnesses take shuffled, duplicated
+// batches of three tables at once; every row is stored once, the chains
+// are whole and nothing is alerted.
+func TestStoreExactlyOnceConcurrent(t *testing.T) {
+	s := newStore(t)
+	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+	var all []item
+	var chains []*chain
+	for i := range 3 {
+		c := newChain(t, fmt.Sprintf("T%d", i), 600)
+		c.registry(reg)
+		chains = append(chains, c)
+		all = append(all, rowItems(c.rows)...)
+		for seq := int64(50); seq <= 600; seq += 50 {
+			all = append(all, cpItem(c.checkpoint(seq, t0.Add(time.Duration(seq)*time.Second))))
+		}
+	}
+	// Delivered at least once: a third again, in an order close to the
+	// stream's (batches are shuffled locally, as two witnesses see them).
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, it := range slices.Clone(all) {
+		if rng.IntN(3) == 0 {
+			all = append(all, it)
+		}
+	}
+	for i := 0; i+100 <= len(all); i += 100 {
+		rng.Shuffle(100, func(a, b int) { all[i+a], all[i+b] = all[i+b], all[i+a] })
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w * 100; i < len(all); i += 200 {
+				if _, err := s.apply(context.Background(), all[i:min(i+100, len(all))], reg, fmt.Sprint("w", w), time.Now()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, c := range chains {
+		got := stored(t, s, c.table)
+		if len(got) != len(c.rows) {
+			t.Errorf("%s: %d rows stored, want %d", c.table, len(got), len(c.rows))
+		}
+		for _, r := range c.rows {
+			if got[r.Seq] != r.Hash {
+				t.Fatalf("%s seq %d: stored %s, want %s", c.table, r.Seq, got[r.Seq], r.Hash)
+			}
+		}
+		if a := alertsOf(t, s, c.table); len(a) != 0 {
+			t.Errorf("%s: alerts %v on an honest trail", c.table, a)
+		}
+		if contig, max := contigOf(t, s, c.table); contig != 600 || max != 600 {
+			t.Errorf("%s: contig %d max %d, want 600 600", c.table, contig, max)
+		}
+	}
+}
+
+// TestStoreTamper: each way a table's published history can lie is
+// alerted once, with the right kind and seq, and nothing else is.
+func TestStoreTamper(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		// feed gives the store what the table published after rows 1..20
+		// and a checkpoint at 20 were witnessed.
+		feed func(c *chain) []item
+		want []storedAlert
+	}{
+		{"honest", func(c *chain) []item {
+			c.extend(10, "")
+			return append(rowItems(c.rows[20:]), cpItem(c.checkpoint(30, t0.Add(time.Hour))))
+		}, nil},
+		{"rewritten and re-signed from row 11, then dealt on", func(c *chain) []item {
+			c.rewrite(11, "forged")
+			c.extend(5, "forged")
+			return append(rowItems(c.rows[20:]), cpItem(c.checkpoint(25, t0.Add(time.Hour))))
+		}, []storedAlert{{AlertBrokenLink, 21}}},
+		{"rewritten rows republished (resync)", func(c *chain) []item {
+			c.rewrite(11, "forged")
+			return rowItems(c.rows[10:12])
+		}, []storedAlert{{AlertFork, 11}}}, // one alert for the run; each kept in forks
+		{"checkpoint over a rewritten head", func(c *chain) []item {
+			c.rewrite(15, "forged")
+			return []item{cpItem(c.checkpoint(20, t0.Add(time.Hour)))}
+		}, []storedAlert{{AlertCheckpointClash, 20}}},
+		{"truncated and re-signed", func(c *chain) []item {
+			return []item{cpItem(c.checkpoint(12, t0.Add(time.Hour)))}
+		}, []storedAlert{{AlertCheckpointBack, 12}}},
+		{"a row altered in flight", func(c *chain) []item {
+			c.extend(1, "")
+			r := c.rows[20]
+			r.Body = []byte(`{"card":"9H"}`)
+			return rowItems([]Row{r})
+		}, []storedAlert{{AlertBadHash, 21}}},
+		{"signed by another key", func(c *chain) []item {
+			c.extend(1, "")
+			_, other, _ := ed25519.GenerateKey(nil)
+			cp := c.checkpoint(21, t0.Add(time.Hour))
+			cp.Signature = ed25519.Sign(other, cp.Message())
+			return append(rowItems(c.rows[20:]), cpItem(cp))
+		}, []storedAlert{{AlertCheckpointSig, 21}}},
+		{"checkpoint ahead of the rows, then a row that differs", func(c *chain) []item {
+			honest := *c
+			honest.rows = slices.Clone(c.rows)
+			honest.extend(3, "")
+			cp := honest.checkpoint(23, t0.Add(time.Hour))
+			c.extend(3, "other")
+			return append([]item{cpItem(cp)}, rowItems(c.rows[20:])...)
+		}, []storedAlert{{AlertCheckpointClash, 23}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+			c := newChain(t, "BAC-07", 20)
+			c.registry(reg)
+			if _, err := s.apply(ctx, append(rowItems(c.rows), cpItem(c.checkpoint(20, t0.Add(time.Minute)))), reg, "w", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			feed := tc.feed(c)
+			// Each item alone, as it might arrive, then all again: the
+			// alerts are the same and stored once.
+			for _, it := range feed {
+				if _, err := s.apply(ctx, []item{it}, reg, "w", time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.apply(ctx, feed, reg, "w", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			got := alertsOf(t, s, c.table)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("alerts %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStoreGap: rows missing below rows witnessed keep contig below them;
+// once they come, contig walks up past everything witnessed since.
+func TestStoreGap(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+	c := newChain(t, "BAC-08", 100)
+	c.registry(reg)
+	for _, part := range [][2]int{{0, 10}, {40, 70}, {20, 30}, {90, 100}} {
+		if _, err := s.apply(ctx, rowItems(c.rows[part[0]:part[1]]), reg, "w", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if contig, max := contigOf(t, s, c.table); contig != 10 || max != 100 {
+		t.Fatalf("contig %d max %d, want 10 100", contig, max)
+	}
+	if _, err := s.apply(ctx, rowItems(c.rows[10:20]), reg, "w", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if contig, _ := contigOf(t, s, c.table); contig != 30 {
+		t.Fatalf("contig %d, want 30", contig)
+	}
+	if _, err := s.apply(ctx, rowItems(c.rows[30:40]), reg, "w", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if contig, _ := contigOf(t, s, c.table); contig != 70 {
+		t.Fatalf("contig %d, want 70", contig)
+	}
+	if _, err := s.apply(ctx, rowItems(c.rows[70:90]), reg, "w", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if contig, _ := contigOf(t, s, c.table); contig != 100 {
+		t.Fatalf("contig %d, want 100", contig)
+	}
+	if a := alertsOf(t, s, c.table); len(a) != 0 {
+		t.Errorf("alerts %v", a)
+	}
+}
+
+// TestStoreTailGap: rows lost at the tail, after which the table said
+// nothing more, are a gap once a checkpoint names them.
+func TestStoreTailGap(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+	c := newChain(t, "BAC-09", 20)
+	c.registry(reg)
+	if _, err := s.apply(ctx, append(rowItems(c.rows[:17]), cpItem(c.checkpoint(20, t0.Add(time.Minute)))), reg, "w", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if contig, max := contigOf(t, s, c.table); contig != 17 || max != 20 {
+		t.Fatalf("contig %d max %d, want 17 20", contig, max)
+	}
+	if _, err := s.apply(ctx, rowItems(c.rows[17:]), reg, "w", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if contig, max := contigOf(t, s, c.table); contig != 20 || max != 20 {
+		t.Fatalf("after the resync: contig %d max %d, want 20 20", contig, max)
+	}
+}

@@ -1,0 +1,159 @@
+package floor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+
+	"github.com/tablectl/tablectl/audit"
+)
+
+// TrailReport is a table's trail compared with what the floor witnessed
+// of it (tablectl audit verify --witness).
+type TrailReport struct {
+	Table string `json:"table"`
+	// Rows is how many of the trail's rows the witness holds, hash for
+	// hash; TrailHead the trail's last seq, WitnessedMax the witness's.
+	Rows         int64 `json:"rows_matched"`
+	TrailHead    int64 `json:"trail_head"`
+	WitnessedMax int64 `json:"witnessed_max"`
+	// Differ are seqs whose row the witness holds with another hash: the
+	// trail was rewritten after the floor saw them.
+	Differ []int64 `json:"differ,omitempty"`
+	// Beyond are rows the witness holds past the trail's head: the trail
+	// was cut back.
+	Beyond int64 `json:"beyond_head,omitempty"`
+	// Unwitnessed are the trail's rows the floor never received (not a
+	// finding on their own: a table's rows not yet resynced).
+	Unwitnessed int64 `json:"unwitnessed,omitempty"`
+	// Forks are seqs the table published with two hashes.
+	Forks int64 `json:"forks,omitempty"`
+	// Alerts are the tamper alerts the floor raised for the table.
+	Alerts  []string `json:"alerts,omitempty"`
+	differN int64
+}
+
+// OK reports whether the trail is what the floor witnessed: no row
+// differs, none is missing at the end, the table never forked and the
+// floor raised no tamper alert for it.
+func (r *TrailReport) OK() bool {
+	return r.differN == 0 && r.Beyond == 0 && r.Forks == 0 && len(r.Alerts) == 0
+}
+
+// Summary is the report in one line.
+func (r *TrailReport) Summary() string {
+	verdict := "matches the witness"
+	if !r.OK() {
+		verdict = "DIFFERS from the witness"
+	}
+	s := fmt.Sprintf("%s: %s: %d rows matched; trail head %d, witnessed up to %d", r.Table, verdict, r.Rows, r.TrailHead, r.WitnessedMax)
+	if r.differN > 0 {
+		s += fmt.Sprintf("; %d rows differ (first %v)", r.differN, r.Differ)
+	}
+	if r.Beyond > 0 {
+		s += fmt.Sprintf("; %d witnessed rows past the trail's head (cut back)", r.Beyond)
+	}
+	if r.Forks > 0 {
+		s += fmt.Sprintf("; %d seqs published twice with different hashes", r.Forks)
+	}
+	if r.Unwitnessed > 0 {
+		s += fmt.Sprintf("; %d rows never witnessed", r.Unwitnessed)
+	}
+	if len(r.Alerts) > 0 {
+		s += "; floor alerts: " + strings.Join(r.Alerts, ", ")
+	}
+	return s
+}
+
+// WriteText writes the summary and each finding.
+func (r *TrailReport) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintln(w, r.Summary())
+	return err
+}
+
+// Trail is what VerifyTrail reads of a table's own trail.
+type Trail interface {
+	Events(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error]
+}
+
+// VerifyTrail compares trail, the table's own, row by row with what the
+// store witnessed of it.
+func VerifyTrail(ctx context.Context, trail Trail, s *Store, table string) (*TrailReport, error) {
+	rep := &TrailReport{Table: table}
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT seq, hash FROM S.rows WHERE table_id = $1 ORDER BY seq`), table)
+	if err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	defer rows.Close()
+	var wSeq int64
+	var wHash audit.Hash
+	wOK := false
+	next := func() error {
+		wOK = rows.Next()
+		if !wOK {
+			return rows.Err()
+		}
+		var h []byte
+		if err := rows.Scan(&wSeq, &h); err != nil {
+			return err
+		}
+		wHash = toHash(h)
+		rep.WitnessedMax = max(rep.WitnessedMax, wSeq)
+		return nil
+	}
+	if err := next(); err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	for rec, err := range trail.Events(ctx, audit.Query{}) {
+		if err != nil {
+			return nil, err
+		}
+		rep.TrailHead = rec.Seq
+		for wOK && wSeq < rec.Seq {
+			if err := next(); err != nil {
+				return nil, fmt.Errorf("floor database: %w", err)
+			}
+		}
+		switch {
+		case !wOK || wSeq > rec.Seq:
+			rep.Unwitnessed++
+		case wHash == rec.Hash:
+			rep.Rows++
+		default:
+			rep.differN++
+			if len(rep.Differ) < 10 {
+				rep.Differ = append(rep.Differ, rec.Seq)
+			}
+		}
+	}
+	for wOK {
+		if wSeq > rep.TrailHead {
+			rep.Beyond++
+		}
+		if err := next(); err != nil {
+			return nil, fmt.Errorf("floor database: %w", err)
+		}
+	}
+	rows.Close()
+	if err := s.pool.QueryRow(ctx, s.sql(`SELECT count(DISTINCT seq) FROM S.forks WHERE table_id = $1`), table).Scan(&rep.Forks); err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	arows, err := s.pool.Query(ctx, s.sql(`SELECT kind, seq FROM S.alerts WHERE table_id = $1 AND tamper ORDER BY id`), table)
+	if err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	defer arows.Close()
+	for arows.Next() {
+		var kind string
+		var seq int64
+		if err := arows.Scan(&kind, &seq); err != nil {
+			return nil, fmt.Errorf("floor database: %w", err)
+		}
+		if len(rep.Alerts) < 20 {
+			rep.Alerts = append(rep.Alerts, fmt.Sprintf("%s at %d", kind, seq))
+		}
+	}
+	return rep, arows.Err()
+}

@@ -1,0 +1,661 @@
+// Package floorsim runs a whole floor on one machine: a NATS cluster
+// (internal/natsserver), N tables (a simulated shoe on a pseudo-terminal,
+// a controller process, a Mosquitto bridged to the cluster as
+// deploy/mosquitto/bridge.conf says), two or more witnesses (package
+// floor) storing into PostgreSQL. It plays the faults of the floor's proof
+// (a node killed, a witness down, a bridge cut, a controller killed -9, a
+// trail rewritten and re-signed on its box) for the floor's test and bench.
+package floorsim
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/floor"
+	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/internal/natsserver"
+	"github.com/tablectl/tablectl/shoeread/shoesim"
+)
+
+// WitnessKeyName is the witness's name in every table's keyring: it may
+// sign resync only.
+const WitnessKeyName = "floor-witness"
+
+// Options say what floor to run.
+type Options struct {
+	Dir      string
+	Tables   int
+	Nodes    int // NATS nodes (3)
+	Witness  int // witnesses (2)
+	CardPace time.Duration
+	CoupPace time.Duration
+	Seed     uint64
+	// Postgres is the database URL; Schema the floor's schema in it.
+	Postgres, Schema string
+	// Bridge is the text of deploy/mosquitto/bridge.conf, made into each
+	// table's bridge (its id, the cluster's MQTT listeners, no TLS).
+	Bridge string
+	// Proxied tables reach the cluster through a proxy the rig can cut.
+	Proxied map[int]bool
+	// StartBroker runs a table's Mosquitto on a config file (which logs
+	// to stderr at information level) and returns once it listens: the
+	// tests' internal/mosquitto.Start. Without it the tables connect
+	// straight to the cluster's MQTT listeners (the laptop demo).
+	StartBroker func(conf string) (Broker, error)
+	// Exe and Env run a controller: Exe run --config FILE.
+	Exe       string
+	Env       []string
+	Heartbeat time.Duration
+	Log       *slog.Logger
+	OnAlert   func(floor.Alert)
+}
+
+// Broker is a table's Mosquitto.
+type Broker interface {
+	Kill()
+	Log() string
+}
+
+// Floor is a running floor.
+type Floor struct {
+	o        Options
+	Cluster  *natsserver.Cluster
+	Pool     *pgxpool.Pool
+	Store    *floor.Store
+	Registry *floor.Registry
+	Tables   []*Table
+	key      ed25519.PrivateKey
+	log      *slog.Logger
+
+	mu        sync.Mutex
+	witnesses []*witnessRun
+}
+
+type witnessRun struct {
+	w      *floor.Witness
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Table is one table of the floor.
+type Table struct {
+	ID, Dir, Trail, Config, PubKey, PrivKey string
+	f                                       *Floor
+	mosq                                    Broker
+	mosqConf                                string
+	proxy                                   *Proxy
+	pty                                     *shoesim.PTY
+	simDone                                 chan struct{}
+	simStop                                 context.CancelFunc
+
+	mu   sync.Mutex
+	ctl  *exec.Cmd
+	done chan struct{}
+	logs []*tailBuffer
+}
+
+// Start runs the floor. Stop it with Close.
+func Start(ctx context.Context, o Options) (_ *Floor, err error) {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Witness == 0 {
+		o.Witness = 2
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = floor.DefaultHeartbeat
+	}
+	f := &Floor{o: o, log: o.Log, Registry: &floor.Registry{Heartbeat: o.Heartbeat, Tables: map[string]floor.TableEntry{}}}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(o.Dir, "nats"), 0o700); err != nil {
+		return nil, err
+	}
+	if f.Cluster, err = natsserver.Start(ctx, filepath.Join(o.Dir, "nats"), o.Nodes); err != nil {
+		return nil, err
+	}
+	if f.Pool, err = pgxpool.New(ctx, o.Postgres); err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	if f.Store, err = floor.OpenStore(ctx, f.Pool, o.Schema); err != nil {
+		return nil, err
+	}
+	_, f.key, _ = ed25519.GenerateKey(nil)
+	keyring, _ := json.Marshal(map[string]any{"keys": []map[string]any{{"name": WitnessKeyName,
+		"public_key": base64.StdEncoding.EncodeToString(f.key.Public().(ed25519.PublicKey)), "actions": []string{"resync"}}}})
+	for i := range o.Tables {
+		t, err := f.newTable(ctx, i, keyring)
+		if err != nil {
+			return nil, err
+		}
+		f.Tables = append(f.Tables, t)
+	}
+	// The stream first, so nothing a table publishes is missed.
+	for i := range o.Witness {
+		if err := f.StartWitness(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range f.Tables {
+		if err := t.startMosquitto(); err != nil {
+			return nil, err
+		}
+		if err := t.Start(); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// WitnessConfig is the witnesses' config, for one more started by hand.
+func (f *Floor) WitnessConfig(i int) floor.Config {
+	return floor.Config{Name: fmt.Sprintf("witness-%d", i+1), NATS: f.Cluster.URLs(), Replicas: min(3, f.o.Nodes), Store: f.Store,
+		Registry: f.Registry, Key: f.key, KeyName: WitnessKeyName, Logger: f.log.With("part", fmt.Sprintf("witness-%d", i+1)),
+		OnAlert: f.o.OnAlert, Clock: clock.Real}
+}
+
+// StartWitness starts witness i (again).
+func (f *Floor) StartWitness(ctx context.Context, i int) error {
+	w, err := floor.New(ctx, f.WitnessConfig(i))
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	r := &witnessRun{w: w, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		w.Run(wctx)
+	}()
+	f.mu.Lock()
+	for len(f.witnesses) <= i {
+		f.witnesses = append(f.witnesses, nil)
+	}
+	f.witnesses[i] = r
+	f.mu.Unlock()
+	return nil
+}
+
+// KillWitness drops witness i's connection at once, mid-batch: what it had
+// taken and not acknowledged goes to the others after the ack wait.
+func (f *Floor) KillWitness(i int) {
+	f.mu.Lock()
+	r := f.witnesses[i]
+	f.witnesses[i] = nil
+	f.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.w.Close()
+	r.cancel()
+	<-r.done
+}
+
+// WitnessStats sums the running witnesses' counts.
+func (f *Floor) WitnessStats() floor.Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var s floor.Stats
+	for _, r := range f.witnesses {
+		if r == nil {
+			continue
+		}
+		x := r.w.Stats()
+		s.Messages += x.Messages
+		s.Rows += x.Rows
+		s.Checkpoints += x.Checkpoints
+		s.Batches += x.Batches
+		s.Alerts += x.Alerts
+		s.Resyncs += x.Resyncs
+	}
+	return s
+}
+
+// Close stops everything.
+func (f *Floor) Close() {
+	for _, t := range f.Tables {
+		if t.simStop != nil {
+			t.StopDealing()
+		}
+		t.Kill()
+		if t.mosq != nil {
+			t.mosq.Kill()
+		}
+		if t.proxy != nil {
+			t.proxy.Close()
+		}
+		if t.pty != nil {
+			t.pty.Close()
+		}
+	}
+	f.mu.Lock()
+	ws := f.witnesses
+	f.mu.Unlock()
+	for i := range ws {
+		f.KillWitness(i)
+	}
+	if f.Cluster != nil {
+		f.Cluster.Stop()
+	}
+	if f.Pool != nil {
+		f.Pool.Close()
+	}
+}
+
+func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, error) {
+	id := fmt.Sprintf("FLOOR-%02d", i+1)
+	dir := filepath.Join(f.o.Dir, id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	t := &Table{ID: id, Dir: dir, Trail: filepath.Join(dir, "trail.db"), Config: filepath.Join(dir, "tablectl.json"), f: f}
+	var err error
+	if t.PrivKey, t.PubKey, err = audit.GenerateKey(dir); err != nil {
+		return nil, err
+	}
+	pub, err := audit.LoadPublicKey(t.PubKey)
+	if err != nil {
+		return nil, err
+	}
+	f.Registry.Tables[id] = floor.TableEntry{Keys: []ed25519.PublicKey{pub}, Heartbeat: f.o.Heartbeat}
+	if err := os.WriteFile(filepath.Join(dir, "supervisors.json"), keyring, 0o644); err != nil {
+		return nil, err
+	}
+	mosqPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	broker := fmt.Sprintf("tcp://127.0.0.1:%d", mosqPort)
+	if f.o.StartBroker == nil {
+		// No broker of its own: straight to a node's MQTT listener.
+		broker = "tcp://" + f.Cluster.Nodes[i%len(f.Cluster.Nodes)].MQTTAddr()
+	}
+	// The shoe.
+	link := filepath.Join(dir, "shoe")
+	if t.pty, err = shoesim.OpenPTY(link); err != nil {
+		return nil, err
+	}
+	sim, err := shoesim.New(shoesim.Options{Seed: f.o.Seed + uint64(i) + 1, Shoes: 30, Decks: 6, CardPace: f.o.CardPace, CoupPace: f.o.CoupPace},
+		t.pty, clock.Real, f.log.With("table", id, "part", "shoe"))
+	if err != nil {
+		return nil, err
+	}
+	t.simDone = make(chan struct{})
+	simCtx, simStop := context.WithCancel(context.Background())
+	t.simStop = simStop
+	go func() {
+		defer close(t.simDone)
+		if err := sim.Run(simCtx, true); err != nil && simCtx.Err() == nil {
+			f.log.Warn("shoe simulator stopped", "table", id, "err", err)
+		}
+	}()
+	// The controller's config.
+	conf := map[string]any{
+		"table_id": id, "profile": "classic",
+		"table": map[string]any{"burn": "first_card", "burn_done_by_button": true, "cut_card": "one_more", "reveal": "button",
+			"betting_time": "0s", "result_time": (f.o.CoupPace / 2).String()},
+		"shoe": map[string]any{"driver": "v1", "port": map[string]any{"path": link, "baud": 115200, "data_bits": 8, "parity": "none",
+			"stop_bits": 1, "silent_after": "3s", "backoff_min": "50ms", "backoff_max": "1s"}},
+		"audit": map[string]any{"path": t.Trail, "checkpoint_key": t.PrivKey},
+		"mqtt": map[string]any{"broker": broker, "prefix": "tablectl/" + id,
+			"client_id": "tablectl-" + id, "keyring": filepath.Join(dir, "supervisors.json")},
+	}
+	b, _ := json.MarshalIndent(conf, "", "  ")
+	if err := os.WriteFile(t.Config, b, 0o644); err != nil {
+		return nil, err
+	}
+	if f.o.StartBroker == nil {
+		return t, nil
+	}
+	// Its Mosquitto and bridge.
+	var addrs []string
+	if f.o.Proxied[i] {
+		if t.proxy, err = NewProxy(f.Cluster); err != nil {
+			return nil, err
+		}
+		addrs = []string{t.proxy.Addr()}
+	} else {
+		// Each table starts on another node, as a floor spreads its
+		// bridges; the others are where it fails over to.
+		for k := range f.Cluster.Nodes {
+			addrs = append(addrs, f.Cluster.Nodes[(i+k)%len(f.Cluster.Nodes)].MQTTAddr())
+		}
+	}
+	bridge, err := natsserver.Bridge(f.o.Bridge, id, addrs)
+	if err != nil {
+		return nil, err
+	}
+	t.mosqConf = filepath.Join(dir, "mosquitto.conf")
+	mc := fmt.Sprintf(`listener %d 127.0.0.1
+allow_anonymous true
+persistence false
+log_dest stderr
+log_type error
+log_type warning
+log_type notice
+log_type information
+max_queued_messages 200000
+max_inflight_messages 100
+%s`, mosqPort, bridge)
+	if err := os.WriteFile(t.mosqConf, []byte(mc), 0o644); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Table) startMosquitto() error {
+	if t.f.o.StartBroker == nil {
+		return nil
+	}
+	p, err := t.f.o.StartBroker(t.mosqConf)
+	if err != nil {
+		return fmt.Errorf("table %s: %w", t.ID, err)
+	}
+	t.mosq = p
+	return nil
+}
+
+// Start runs the table's controller (again).
+func (t *Table) Start() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctl != nil {
+		return nil
+	}
+	cmd := exec.Command(t.f.o.Exe, "run", "--config", t.Config)
+	cmd.Env = append(os.Environ(), t.f.o.Env...)
+	l := &tailBuffer{}
+	cmd.Stdout, cmd.Stderr = l, l
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("table %s: controller: %w", t.ID, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.ctl, t.done = cmd, done
+	t.logs = append(t.logs, l)
+	return nil
+}
+
+// StopDealing stops the table's shoe: the dealer goes home, the trail
+// stops growing.
+func (t *Table) StopDealing() {
+	t.simStop()
+	<-t.simDone
+}
+
+// Kill ends the controller with SIGKILL.
+func (t *Table) Kill() { t.signal(syscall.SIGKILL) }
+
+// Stop ends the controller with SIGTERM, as an operator does.
+func (t *Table) Stop() { t.signal(syscall.SIGTERM) }
+
+func (t *Table) signal(sig syscall.Signal) {
+	t.mu.Lock()
+	cmd, done := t.ctl, t.done
+	t.ctl = nil
+	t.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Running reports whether the controller process runs.
+func (t *Table) Running() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctl == nil {
+		return false
+	}
+	select {
+	case <-t.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Log is the tail of the controller's output (every process started).
+func (t *Table) Log() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var b strings.Builder
+	for i, l := range t.logs {
+		fmt.Fprintf(&b, "--- controller process %d ---\n%s", i+1, l.String())
+	}
+	return b.String()
+}
+
+// BrokerLog is what the table's Mosquitto has said.
+func (t *Table) BrokerLog() string {
+	if t.mosq == nil {
+		return ""
+	}
+	return t.mosq.Log()
+}
+
+// Cut cuts the table's bridge (a proxied table only) until Mend.
+func (t *Table) Cut() { t.proxy.SetCut(true) }
+
+// Mend lets the bridge reconnect.
+func (t *Table) Mend() { t.proxy.SetCut(false) }
+
+// Rewrite plays root on the table's box rewriting history: the controller
+// is stopped, the trail cut back to the commit at or below seq (the
+// triggers that refuse it dropped and put back), a new checkpoint of the
+// new head signed with the box's own key, and the controller started on
+// the rewritten trail, which it accepts: only a copy held elsewhere can
+// tell. It returns the new head's seq.
+func (t *Table) Rewrite(ctx context.Context, seq int64) (int64, error) {
+	t.Stop()
+	head, err := RewriteTrail(ctx, t.Trail, seq)
+	if err != nil {
+		return 0, fmt.Errorf("table %s: rewrite: %w", t.ID, err)
+	}
+	return head, t.Start()
+}
+
+// RewriteTrail is what root on a box can do to a stopped table's trail:
+// cut it back to the last commit at or below seq (the triggers that refuse
+// it dropped and put back); it returns the new head.
+// The controller signs a checkpoint of the new head in its first commit
+// with the box's key, which is the re-signing.
+func RewriteTrail(ctx context.Context, trail string, seq int64) (int64, error) {
+	db, err := sql.Open("sqlite3", "file:"+trail+"?_txlock=immediate")
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	// Cut at a commit: a seq with a checkpoint (one is signed per commit).
+	var head int64
+	if err := tx.QueryRowContext(ctx, `SELECT seq FROM checkpoints WHERE seq <= ? ORDER BY seq DESC LIMIT 1`, seq).Scan(&head); err != nil {
+		return 0, fmt.Errorf("no checkpoint at or below %d: %w", seq, err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_master WHERE type = 'trigger'`)
+	if err != nil {
+		return 0, err
+	}
+	var triggers [][2]string
+	for rows.Next() {
+		var n, s string
+		if err := rows.Scan(&n, &s); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		triggers = append(triggers, [2]string{n, s})
+	}
+	rows.Close()
+	for _, tr := range triggers {
+		if _, err := tx.ExecContext(ctx, `DROP TRIGGER "`+tr[0]+`"`); err != nil {
+			return 0, err
+		}
+	}
+	for _, q := range []string{`DELETE FROM events WHERE seq > ?`, `DELETE FROM checkpoints WHERE seq > ?`} {
+		if _, err := tx.ExecContext(ctx, q, head); err != nil {
+			return 0, err
+		}
+	}
+	for _, tr := range triggers {
+		if _, err := tx.ExecContext(ctx, tr[1]); err != nil {
+			return 0, err
+		}
+	}
+	return head, tx.Commit()
+}
+
+// tailBuffer keeps the last 64 KiB written to it.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *tailBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	if len(l.b) > 64<<10 {
+		l.b = append([]byte(nil), l.b[len(l.b)-64<<10:]...)
+	}
+	return len(p), nil
+}
+
+func (l *tailBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}
+
+// Proxy forwards TCP connections to the first cluster node that answers,
+// and can cut them all.
+type Proxy struct {
+	ln      net.Listener
+	cluster *natsserver.Cluster
+	mu      sync.Mutex
+	cut     bool
+	conns   map[net.Conn]bool
+}
+
+// NewProxy listens on a loopback port.
+func NewProxy(c *natsserver.Cluster) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{ln: ln, cluster: c, conns: map[net.Conn]bool{}}
+	go p.serve()
+	return p, nil
+}
+
+// Addr is where the proxy listens.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// SetCut cuts every connection and refuses new ones while cut.
+func (p *Proxy) SetCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			c.Close()
+		}
+	}
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() {
+	p.ln.Close()
+	p.SetCut(true)
+}
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.forward(c)
+	}
+}
+
+func (p *Proxy) forward(c net.Conn) {
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		c.Close()
+		return
+	}
+	p.mu.Unlock()
+	var up net.Conn
+	for _, nd := range p.cluster.Nodes {
+		var err error
+		if up, err = net.DialTimeout("tcp", nd.MQTTAddr(), time.Second); err == nil {
+			break
+		}
+	}
+	if up == nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		c.Close()
+		up.Close()
+		return
+	}
+	p.conns[c], p.conns[up] = true, true
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(up, c); done <- struct{}{} }()
+	go func() { io.Copy(c, up); done <- struct{}{} }()
+	<-done
+	c.Close()
+	up.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, up)
+	p.mu.Unlock()
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,265 @@
+// Package natsserver runs a NATS cluster of nats-server child processes on
+// loopback, JetStream and the MQTT listener on in each: the floor broker of
+// the floor's tests, the bench and the laptop demo. Nodes are killed and
+// started again to play a node's failure. The binary is Debian's
+// nats-server (2.9 or later) or one named by TABLECTL_NATS_SERVER.
+package natsserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// BinaryEnv names a nats-server binary to use instead of the one on PATH.
+const BinaryEnv = "TABLECTL_NATS_SERVER"
+
+// Binary is the nats-server to run.
+func Binary() (string, error) {
+	if p := os.Getenv(BinaryEnv); p != "" {
+		return p, nil
+	}
+	for _, p := range []string{"nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"} {
+		if q, err := exec.LookPath(p); err == nil {
+			return q, nil
+		}
+	}
+	return "", errors.New("nats-server is not installed (Debian package nats-server)")
+}
+
+// Node is one server of the cluster.
+type Node struct {
+	Name       string
+	ClientPort int
+	MQTTPort   int
+	RoutePort  int
+	conf       string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  strings.Builder
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	Nodes []*Node
+	bin   string
+	dir   string
+}
+
+// Start runs n nodes (n >= 1; a cluster of routes when n > 1) with their
+// JetStream stores under dir, and returns once every node answers and the
+// JetStream meta group has a leader.
+func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{bin: bin, dir: dir}
+	ports := make([]int, 0, 3*n)
+	for range 3 * n {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3*i+2]))
+	}
+	for i := range n {
+		nd := &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: ports[3*i], MQTTPort: ports[3*i+1], RoutePort: ports[3*i+2]}
+		nd.conf = filepath.Join(dir, nd.Name+".conf")
+		conf := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+jetstream { store_dir: %q, max_memory_store: 64MB, max_file_store: 4GB }
+mqtt { listen: 127.0.0.1:%d, stream_replicas: %d, ack_wait: "5s", max_ack_pending: 10000 }
+`, nd.Name, nd.ClientPort, filepath.Join(dir, nd.Name+"-js"), nd.MQTTPort, min(n, 3))
+		if n > 1 {
+			conf += fmt.Sprintf("cluster { name: floor, listen: 127.0.0.1:%d, routes: [%s] }\n", nd.RoutePort, strings.Join(routes, ", "))
+		}
+		if err := os.WriteFile(nd.conf, []byte(conf), 0o644); err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, nd)
+	}
+	for _, nd := range c.Nodes {
+		if err := c.startNode(nd); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	for _, nd := range c.Nodes {
+		if err := nd.waitReady(ctx, 30*time.Second, n > 1); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// URLs is every node's client URL, comma-separated (nats.Connect's form).
+func (c *Cluster) URLs() string {
+	var u []string
+	for _, nd := range c.Nodes {
+		u = append(u, nd.URL())
+	}
+	return strings.Join(u, ",")
+}
+
+// URL is the node's client URL.
+func (nd *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", nd.ClientPort) }
+
+// MQTTAddr is the node's MQTT listener.
+func (nd *Node) MQTTAddr() string { return fmt.Sprintf("127.0.0.1:%d", nd.MQTTPort) }
+
+func (c *Cluster) startNode(nd *Node) error {
+	cmd := exec.Command(c.bin, "-c", nd.conf)
+	out, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start nats-server %s: %w", nd.Name, err)
+	}
+	nd.mu.Lock()
+	nd.cmd, nd.done = cmd, make(chan struct{})
+	done := nd.done
+	nd.mu.Unlock()
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			nd.mu.Lock()
+			if nd.log.Len() < 4<<20 {
+				nd.log.WriteString(sc.Text() + "\n")
+			}
+			nd.mu.Unlock()
+		}
+		io.Copy(io.Discard, out)
+		cmd.Wait()
+		close(done)
+	}()
+	return nil
+}
+
+// waitReady waits until the node takes client connections and says it
+// listens for MQTT (which it does once JetStream is up).
+func (nd *Node) waitReady(ctx context.Context, wait time.Duration, clustered bool) error {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		nd.mu.Lock()
+		log := nd.log.String()
+		done := nd.done
+		nd.mu.Unlock()
+		select {
+		case <-done:
+			return fmt.Errorf("nats-server %s exited:\n%s", nd.Name, tail(log, 30))
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if strings.Contains(log, "Listening for MQTT clients") && strings.Contains(log, "Server is ready") {
+			if c, err := net.DialTimeout("tcp", nd.MQTTAddr(), time.Second); err == nil {
+				c.Close()
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return fmt.Errorf("nats-server %s not ready in %s:\n%s", nd.Name, wait, tail(nd.log.String(), 30))
+}
+
+// Kill kills node i as a crash would.
+func (c *Cluster) Kill(i int) {
+	nd := c.Nodes[i]
+	nd.mu.Lock()
+	cmd, done := nd.cmd, nd.done
+	nd.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-done
+	nd.mu.Lock()
+	nd.cmd = nil
+	nd.mu.Unlock()
+}
+
+// Restart starts node i again (after Kill) and waits until it is ready.
+func (c *Cluster) Restart(ctx context.Context, i int) error {
+	nd := c.Nodes[i]
+	nd.mu.Lock()
+	nd.log.WriteString("--- restarted ---\n")
+	nd.mu.Unlock()
+	if err := c.startNode(nd); err != nil {
+		return err
+	}
+	return nd.waitReady(ctx, 30*time.Second, len(c.Nodes) > 1)
+}
+
+// Stop kills every node.
+func (c *Cluster) Stop() {
+	for i := range c.Nodes {
+		c.Kill(i)
+	}
+}
+
+// Log is what node i has said.
+func (c *Cluster) Log(i int) string {
+	nd := c.Nodes[i]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.log.String()
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var (
+	addressLine = regexp.MustCompile(`(?m)^address .*$`)
+	dropLine    = regexp.MustCompile(`(?m)^(bridge_cafile|bridge_certfile|bridge_keyfile|remote_username|remote_password) .*\n`)
+	restartLine = regexp.MustCompile(`(?m)^restart_timeout .*$`)
+)
+
+// Bridge makes deploy/mosquitto/bridge.conf (text) the bridge of table
+// to the cluster's MQTT listeners addrs, without TLS or a login (loopback),
+// and retrying within a second or two so the tests need not wait.
+func Bridge(text, table string, addrs []string) (string, error) {
+	if !strings.Contains(text, "BAC-07") || !addressLine.MatchString(text) {
+		return "", errors.New("bridge.conf: no address line or no BAC-07 to replace")
+	}
+	text = strings.ReplaceAll(text, "BAC-07", table)
+	text = addressLine.ReplaceAllString(text, "address "+strings.Join(addrs, " "))
+	text = dropLine.ReplaceAllString(text, "")
+	text = restartLine.ReplaceAllString(text, "restart_timeout 1 3")
+	return text, nil
+}
