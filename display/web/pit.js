@@ -33,11 +33,14 @@
     { action: 'shoe-start', label: 'START SHOE', fields: ['reason'] },
     { action: 'shoe-end', label: 'END SHOE', fields: ['reason'] },
     { action: 'bets-closed', label: 'CLOSE BETTING', fields: ['coup', 'reason'] },
+    { action: 'dealer-in', label: 'DEALER SIGN-IN', fields: ['dealer', 'reason'] },
+    { action: 'dealer-out', label: 'DEALER SIGN-OUT', fields: ['reason'] },
   ];
   const FIELDS = {
     coup: { label: 'COUP', type: 'number', placeholder: '0 = in progress', hint: 'the coup (0: the one in progress)' },
     card: { label: 'CARD', type: 'text', placeholder: 'KH', hint: 'rank A23456789TJQK, suit SHDC' },
     reason: { label: 'REASON', type: 'text', placeholder: 'kept in the trail', hint: '' },
+    dealer: { label: 'DEALER', type: 'text', placeholder: 'badge id', hint: 'the dealer\'s badge or staff id: letters, digits, . _ @ -' },
   };
 
   const $ = (id) => document.getElementById(id);
@@ -181,6 +184,11 @@
       const c = String(req.card || '').trim().toUpperCase();
       if (!/^[A2-9TJQK][SHDC]$/.test(c)) throw new Error('card: rank A23456789TJQK then suit SHDC, as KH');
       cmd.card = c;
+    }
+    if (a.fields.includes('dealer')) {
+      const d = String(req.dealer || '').trim();
+      if (!NAME_RE.test(d)) throw new Error('dealer: 1 to 64 letters, digits, . _ @ -');
+      cmd.dealer = d;
     }
     if (req.reason) cmd.reason = String(req.reason);
     const msg = new TextEncoder().encode(DOMAIN + canonical(cmd));

@@ -45,7 +45,7 @@ func consoleSend(t *testing.T, pg *browsertest.Page, action string, args map[str
 	var before int
 	pg.Eval(`window.pitConsole.log.length`, &before)
 	js := fmt.Sprintf(`(() => { const sel = document.getElementById('pc-action'); sel.value = %q; sel.dispatchEvent(new Event('change'));
-		for (const k of ['coup', 'card', 'reason']) document.getElementById('pc-' + k).value = '';`, action)
+		for (const k of ['coup', 'card', 'reason', 'dealer']) document.getElementById('pc-' + k).value = '';`, action)
 	for k, v := range args {
 		js += fmt.Sprintf(`document.getElementById('pc-%s').value = %q;`, k, v)
 	}
@@ -239,6 +239,21 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if !strings.Contains(annResume.Text, "by ann") {
 		t.Errorf("ann's resume: %q", annResume.Text)
 	}
+	// The dealer on record, signed in from the console (issue 18): taken
+	// only between coups, so a sign-in landing mid-coup is refused and
+	// sent again, as a supervisor would.
+	deadline = time.Now().Add(demoBrowserWait)
+	for {
+		e := consoleSend(t, pit, coup.ActionDealerIn, map[string]string{"dealer": "d-1042", "reason": "shift start"}, "")
+		if e.State == "accepted" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dealer sign-in from the console: %s", e.Text)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	pit.WaitFor("the dealer on duty in the pit view's header", `document.getElementById('dealer').textContent === 'd-1042'`, `document.getElementById('dealer').textContent`)
 	pit.NoProblems()
 	pub.NoProblems()
 
