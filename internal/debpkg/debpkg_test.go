@@ -5,9 +5,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/x509"
 	"debug/elf"
 	"encoding/base64"
-	"crypto/x509"
 	"errors"
 	"io/fs"
 	"os"
@@ -278,4 +278,3 @@ func TestBuildArm64(t *testing.T) {
 		t.Errorf("not linked with cgo: %v", libs)
 	}
 }
-
