@@ -30,10 +30,11 @@ func run(args []string) error {
 		fmt.Fprintf(fs.Output(), `usage: tablectl-pkg --manifest-key FILE [flags]
 
 Builds tablectl's .deb for each --arch into --out. Each package carries the
-self-authentication manifest of its own binary and the example config,
-signed with the build key, and the key's public half, at %s
-and %s. The build key stays with the builder: only its public
-half goes in the package (docs/operations.md, "Self-authentication").
+self-authentication manifest of its own binary and the example config (and
+each --manifest-config, a table's own config), signed with the build key,
+and the key's public half, at %s and
+%s. The build key stays with the builder: only its public half
+goes in the package (docs/operations.md, "Self-authentication").
 
 flags:
 `, debpkg.ManifestPath, debpkg.ManifestPubPath)
@@ -44,6 +45,14 @@ flags:
 	version := fs.String("version", "", "the package's `VERSION` (default 0.1.0+git<revision>)")
 	keyFile := fs.String("manifest-key", "", "the build key `FILE` (Ed25519 PEM, tablectl audit keygen) that signs the manifest")
 	unsigned := fs.Bool("unsigned", false, "build without a manifest: the installed table refuses to deal (deploy/tablectl.json sets self_check.require)")
+	var configs []string
+	fs.Func("manifest-config", "one more config `FILE` the manifest covers (repeatable): a table's own config, installed as "+debpkg.ConfigPath, func(s string) error {
+		if _, err := os.Stat(s); err != nil {
+			return err
+		}
+		configs = append(configs, s)
+		return nil
+	})
 	var extra []debpkg.File
 	fs.Func("extra", "one more file, `SRC=DST` (repeatable)", func(s string) error {
 		src, dst, ok := strings.Cut(s, "=")
@@ -59,11 +68,13 @@ flags:
 		}
 		return err
 	}
-	o := debpkg.Options{Out: *out, Extra: extra, Unsigned: *unsigned,
+	o := debpkg.Options{Out: *out, Extra: extra, Unsigned: *unsigned, Configs: configs,
 		Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	switch {
 	case *keyFile != "" && *unsigned:
 		return errors.New("--manifest-key and --unsigned: give one")
+	case *unsigned && len(configs) > 0:
+		return errors.New("--manifest-config needs --manifest-key")
 	case *keyFile != "":
 		key, err := audit.LoadPrivateKey(*keyFile)
 		if err != nil {

@@ -78,6 +78,10 @@ type Options struct {
 	// table refuses to deal while self_check.require is set, as the
 	// example config has it.
 	Unsigned bool
+	// Configs are more config files the manifest covers besides the
+	// example (a floor's table configs, each to be installed as
+	// /etc/tablectl/tablectl.json): a box runs with any one of them.
+	Configs []string
 	// Made is the manifest's time; zero is now.
 	Made time.Time
 	// Log hears the build's steps; nil is silent.
@@ -166,6 +170,9 @@ func Build(ctx context.Context, o Options) (string, error) {
 	if o.ManifestKey != nil && len(o.ManifestKey) != ed25519.PrivateKeySize {
 		return "", errors.New("the manifest key is not an Ed25519 private key")
 	}
+	if o.ManifestKey == nil && len(o.Configs) > 0 {
+		return "", errors.New("configs to sign, but no manifest key")
+	}
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
@@ -220,10 +227,14 @@ func (o Options) signManifest(work, bin string) ([]File, error) {
 	if made.IsZero() {
 		made = time.Now()
 	}
-	m, err := selfcheck.Make([]selfcheck.Entry{
+	entries := []selfcheck.Entry{
 		{Role: selfcheck.RoleExecutable, Path: bin, As: BinPath},
 		{Role: selfcheck.RoleConfig, Path: filepath.Join(o.Root, "deploy/tablectl.json"), As: ConfigPath},
-	}, o.ManifestKey, made)
+	}
+	for _, c := range o.Configs {
+		entries = append(entries, selfcheck.Entry{Role: selfcheck.RoleConfig, Path: c, As: ConfigPath})
+	}
+	m, err := selfcheck.Make(entries, o.ManifestKey, made)
 	if err != nil {
 		return nil, fmt.Errorf("sign the manifest: %w", err)
 	}
@@ -242,7 +253,7 @@ func (o Options) signManifest(work, bin string) ([]File, error) {
 	if err := os.WriteFile(pf, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
 		return nil, err
 	}
-	o.Log("signed the manifest with key %s (%s, %s)", m.KeyID, BinPath, ConfigPath)
+	o.Log("signed the manifest with key %s (%s, %d config(s) as %s)", m.KeyID, BinPath, 1+len(o.Configs), ConfigPath)
 	return []File{{Src: mf, Dst: ManifestPath, Mode: 0o644}, {Src: pf, Dst: ManifestPubPath, Mode: 0o644}}, nil
 }
 

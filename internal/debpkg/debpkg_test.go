@@ -37,7 +37,7 @@ func buildKey(t *testing.T) ed25519.PrivateKey {
 // controller would: the manifest at its place verifies with the public key
 // at its place and covers the package's binary and config. It returns the
 // manifest.
-func checkManifest(t *testing.T, x string, key ed25519.PrivateKey) selfcheck.Manifest {
+func checkManifest(t *testing.T, x string, key ed25519.PrivateKey, configs int) selfcheck.Manifest {
 	t.Helper()
 	pub, err := audit.LoadPublicKey(filepath.Join(x, ManifestPubPath))
 	if err != nil {
@@ -59,11 +59,14 @@ func checkManifest(t *testing.T, x string, key ed25519.PrivateKey) selfcheck.Man
 	if res.Result != coup.SelfCheckOK {
 		t.Errorf("self-check of the package's own files: %s %s", res.Result, res.Detail)
 	}
-	paths := map[string]string{}
+	roles := map[string]int{}
 	for _, f := range m.Files {
-		paths[f.Role] = f.Path
+		roles[f.Role]++
+		if want := map[string]string{selfcheck.RoleExecutable: BinPath, selfcheck.RoleConfig: ConfigPath}[f.Role]; f.Path != want {
+			t.Errorf("manifest entry %+v: want path %s", f, want)
+		}
 	}
-	if paths[selfcheck.RoleExecutable] != BinPath || paths[selfcheck.RoleConfig] != ConfigPath || len(m.Files) != 2 {
+	if roles[selfcheck.RoleExecutable] != 1 || roles[selfcheck.RoleConfig] != configs || len(m.Files) != 1+configs {
 		t.Errorf("manifest files %+v", m.Files)
 	}
 	// The build key's private half is nowhere in the package.
@@ -162,7 +165,16 @@ func TestBuildDeb(t *testing.T) {
 	}
 	out := t.TempDir()
 	key := buildKey(t)
-	deb, err := Build(context.Background(), Options{Root: r, Arch: "amd64", Version: "9.8.7", Out: out, ManifestKey: key,
+	// A table's own config, signed too.
+	table := filepath.Join(t.TempDir(), "bac-08.json")
+	doc, err := os.ReadFile(filepath.Join(r, "deploy/tablectl.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(table, bytes.ReplaceAll(doc, []byte("BAC-07"), []byte("BAC-08")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deb, err := Build(context.Background(), Options{Root: r, Arch: "amd64", Version: "9.8.7", Out: out, ManifestKey: key, Configs: []string{table},
 		Extra: []File{{Src: extra, Dst: "/usr/share/doc/tablectl/extra.txt", Mode: 0o644}}, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -215,11 +227,17 @@ func TestBuildDeb(t *testing.T) {
 	if _, _, ok := gitRevision(r); ok && !strings.Contains(string(v), " revision ") {
 		t.Errorf("no revision in %q", v)
 	}
-	checkManifest(t, x, key)
-	// The installed binary's own check agrees (tablectl manifest check).
-	if out, err := exec.Command(filepath.Join(x, "usr/bin/tablectl"), "manifest", "check", "--manifest", filepath.Join(x, ManifestPath),
-		"--pubkey", filepath.Join(x, ManifestPubPath), "--exe", filepath.Join(x, BinPath), "--config", filepath.Join(x, ConfigPath)).CombinedOutput(); err != nil {
-		t.Errorf("tablectl manifest check: %v\n%s", err, out)
+	checkManifest(t, x, key, 2)
+	// The installed binary's own check agrees (tablectl manifest check),
+	// with the example config and with the table's; not with another.
+	other := filepath.Join(t.TempDir(), "bac-09.json")
+	os.WriteFile(other, bytes.ReplaceAll(doc, []byte("BAC-07"), []byte("BAC-09")), 0o644)
+	for cfg, ok := range map[string]bool{filepath.Join(x, ConfigPath): true, table: true, other: false} {
+		out, err := exec.Command(filepath.Join(x, "usr/bin/tablectl"), "manifest", "check", "--manifest", filepath.Join(x, ManifestPath),
+			"--pubkey", filepath.Join(x, ManifestPubPath), "--exe", filepath.Join(x, BinPath), "--config", cfg).CombinedOutput()
+		if (err == nil) != ok {
+			t.Errorf("tablectl manifest check --config %s: %v, want ok %v\n%s", cfg, err, ok, out)
+		}
 	}
 }
 
@@ -258,7 +276,7 @@ func TestBuildArm64(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	bin := filepath.Join(x, BinPath)
-	m := checkManifest(t, x, key)
+	m := checkManifest(t, x, key, 1)
 	sum, err := selfcheck.HashFile(bin)
 	if err != nil {
 		t.Fatal(err)
