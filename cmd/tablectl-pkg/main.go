@@ -11,7 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/internal/debpkg"
@@ -85,6 +87,15 @@ flags:
 		fmt.Fprintf(os.Stderr, "tablectl-pkg: warning: --unsigned: no manifest in the package; with self_check.require (set in deploy/tablectl.json) the table records self_check_failed and refuses to deal until a signed manifest is at %s\n", debpkg.ManifestPath)
 	default:
 		return debpkg.ErrNoManifestKey
+	}
+	// A reproducible build's time (reproducible-builds.org): the same
+	// tree and key then give the same manifest (Ed25519 is deterministic).
+	if e := os.Getenv("SOURCE_DATE_EPOCH"); e != "" {
+		sec, err := strconv.ParseInt(e, 10, 64)
+		if err != nil {
+			return fmt.Errorf("SOURCE_DATE_EPOCH %q: %w", e, err)
+		}
+		o.Made = time.Unix(sec, 0)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
