@@ -1,15 +1,21 @@
 // Command tablectl-pkg builds tablectl's Debian packages from the source
-// tree: `go run ./cmd/tablectl-pkg` writes dist/tablectl_VERSION_amd64.deb
-// and _arm64.deb (internal/debpkg has what goes in them).
+// tree: `go run ./cmd/tablectl-pkg --manifest-key FILE` writes
+// dist/tablectl_VERSION_amd64.deb and _arm64.deb, each with the
+// self-authentication manifest of its own binary and the example config,
+// signed with the build key FILE (internal/debpkg has what goes in them).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/internal/debpkg"
 )
 
@@ -23,14 +29,34 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("tablectl-pkg", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: tablectl-pkg [flags]\n\nBuilds tablectl's .deb for each --arch into --out.\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), `usage: tablectl-pkg --manifest-key FILE [flags]
+
+Builds tablectl's .deb for each --arch into --out. Each package carries the
+self-authentication manifest of its own binary and the example config (and
+each --manifest-config, a table's own config), signed with the build key,
+and the key's public half, at %s and
+%s. The build key stays with the builder: only its public half
+goes in the package (docs/operations.md, "Self-authentication").
+
+flags:
+`, debpkg.ManifestPath, debpkg.ManifestPubPath)
 		fs.PrintDefaults()
 	}
 	arches := fs.String("arch", "amd64,arm64", "the `ARCHES` to build, comma-separated (amd64, arm64)")
 	out := fs.String("out", "dist", "the `DIR` the packages go to")
 	version := fs.String("version", "", "the package's `VERSION` (default 0.1.0+git<revision>)")
+	keyFile := fs.String("manifest-key", "", "the build key `FILE` (Ed25519 PEM, tablectl audit keygen) that signs the manifest")
+	unsigned := fs.Bool("unsigned", false, "build without a manifest: the installed table refuses to deal (deploy/tablectl.json sets self_check.require)")
+	var configs []string
+	fs.Func("manifest-config", "one more config `FILE` the manifest covers (repeatable): a table's own config, installed as "+debpkg.ConfigPath, func(s string) error {
+		if _, err := os.Stat(s); err != nil {
+			return err
+		}
+		configs = append(configs, s)
+		return nil
+	})
 	var extra []debpkg.File
-	fs.Func("extra", "one more file, `SRC=DST` (repeatable), e.g. the signed manifest at "+debpkg.ManifestPath, func(s string) error {
+	fs.Func("extra", "one more file, `SRC=DST` (repeatable)", func(s string) error {
 		src, dst, ok := strings.Cut(s, "=")
 		if !ok || src == "" || !strings.HasPrefix(dst, "/") {
 			return fmt.Errorf("want SRC=/absolute/destination")
@@ -44,20 +70,47 @@ func run(args []string) error {
 		}
 		return err
 	}
+	o := debpkg.Options{Out: *out, Extra: extra, Unsigned: *unsigned, Configs: configs,
+		Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
+	switch {
+	case *keyFile != "" && *unsigned:
+		return errors.New("--manifest-key and --unsigned: give one")
+	case *unsigned && len(configs) > 0:
+		return errors.New("--manifest-config needs --manifest-key")
+	case *keyFile != "":
+		key, err := audit.LoadPrivateKey(*keyFile)
+		if err != nil {
+			return fmt.Errorf("--manifest-key: %w", err)
+		}
+		o.ManifestKey = key
+	case *unsigned:
+		fmt.Fprintf(os.Stderr, "tablectl-pkg: warning: --unsigned: no manifest in the package; with self_check.require (set in deploy/tablectl.json) the table records self_check_failed and refuses to deal until a signed manifest is at %s\n", debpkg.ManifestPath)
+	default:
+		return debpkg.ErrNoManifestKey
+	}
+	// A reproducible build's time (reproducible-builds.org): the same
+	// tree and key then give the same manifest (Ed25519 is deterministic).
+	if e := os.Getenv("SOURCE_DATE_EPOCH"); e != "" {
+		sec, err := strconv.ParseInt(e, 10, 64)
+		if err != nil {
+			return fmt.Errorf("SOURCE_DATE_EPOCH %q: %w", e, err)
+		}
+		o.Made = time.Unix(sec, 0)
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
 	}
-	root, err := debpkg.FindRoot(wd)
-	if err != nil {
+	if o.Root, err = debpkg.FindRoot(wd); err != nil {
 		return err
 	}
 	if *version == "" {
-		*version = debpkg.DefaultVersion(root, "0.1.0")
+		*version = debpkg.DefaultVersion(o.Root, "0.1.0")
 	}
+	o.Version = *version
 	for _, a := range strings.Split(*arches, ",") {
-		p, err := debpkg.Build(context.Background(), debpkg.Options{Root: root, Arch: strings.TrimSpace(a), Version: *version, Out: *out, Extra: extra,
-			Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }})
+		o.Arch = strings.TrimSpace(a)
+		p, err := debpkg.Build(context.Background(), o)
 		if err != nil {
 			return err
 		}

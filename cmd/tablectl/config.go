@@ -11,12 +11,13 @@ import (
 )
 
 func init() {
-	register(command{name: "config", short: "check a config file: every error with its line, column and key; exit 0 only if it would start", run: runConfig})
+	register(command{name: "config", short: "check a config file: every error with its line, column and key; exit 0 only if it would start and deal", run: runConfig})
 	subShorts["config check"] = commands["config"].short
 }
 
-// errConfigBad is returned once check has printed why the config would not start.
-var errConfigBad = errors.New("the config would not start")
+// errConfigBad is returned once check has printed why the config would not
+// start, or its table would not deal.
+var errConfigBad = errors.New("the config would not start, or its table would not deal")
 
 func runConfig(args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "check" {
@@ -36,9 +37,13 @@ func runConfig(args []string, stdout io.Writer) error {
 		usageHead(fs.Output(), "config check", "[flags] FILE", `Reads the controller's config FILE as tablectl run would, and says every
 reason it would not start (JSON syntax, unknown keys, values of the wrong
 type or form, files it names that are missing or unreadable), each with
-its line, column and key path, and warnings: no checkpoint key (the trail
-would be unsigned), no keyring (every command refused), an HTTP listener
-off loopback without TLS. Exit 0 only when the controller would start.
+its line, column and key path; the start-up self-check of this tablectl
+and FILE against the signed manifest (self_check: a failure means the
+table would start but refuse to deal); and warnings: no checkpoint key (the
+trail would be unsigned), no keyring (every command refused), an HTTP
+listener off loopback without TLS, no manifest with self_check.require off
+(an unsigned development build). Exit 0 only when the controller would
+start and deal.
 Run it as the service's user (sudo -u tablectl) to check what it can read.`)
 		printFlags(fs.Output(), fs)
 	}
@@ -68,7 +73,7 @@ Run it as the service's user (sudo -u tablectl) to check what it can read.`)
 			fmt.Fprintf(stdout, "%s:%s\n", path, prefixSpace(f.String()))
 		}
 		if ok {
-			fmt.Fprintf(stdout, "%s: ok, the controller would start\n", path)
+			fmt.Fprintf(stdout, "%s: ok, the controller would start and deal\n", path)
 		}
 	}
 	if !ok {

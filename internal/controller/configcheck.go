@@ -17,6 +17,8 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/selfcheck"
 	"github.com/tablectl/tablectl/internal/smallfile"
 )
 
@@ -62,10 +64,14 @@ func (e *ConfigError) Error() string {
 // CheckConfig is `tablectl config check`: everything the controller would
 // refuse at start (JSON syntax, unknown keys, values of the wrong type or
 // form, missing or unreadable files the config names, a trail folder it
-// cannot write), and what it would start with but an operator should know
-// (no checkpoint key: the trail is unsigned; no keyring: every command is
-// refused; an HTTP listener off loopback without TLS). ok is true when
-// the controller would start.
+// cannot write), the self-check it would run at start (the running
+// executable and this file against the signed manifest: a failure is an
+// error, since the table would start but refuse to deal), and what it would
+// start with but an operator should know (no checkpoint key: the trail is
+// unsigned; no keyring: every command is refused; an HTTP listener off
+// loopback without TLS; no manifest with self_check.require off: an
+// unsigned development build). ok is true when the controller would start
+// and deal.
 func CheckConfig(path string) (findings []Finding, ok bool) {
 	data, err := smallfile.Read(path, MaxConfig)
 	if err != nil {
@@ -83,6 +89,7 @@ func CheckConfig(path string) (findings []Finding, ok bool) {
 		}
 	}
 	findings = append(findings, checkFiles(c)...)
+	findings = append(findings, checkSelf(c.SelfCheck, path)...)
 	for i, f := range findings {
 		findings[i] = at(data, idx, f)
 	}
@@ -190,6 +197,34 @@ func checkFiles(c Config) []Finding {
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Key < fs[j].Key })
 	return fs
+}
+
+// checkSelf runs the start-up self-check as the controller would with the
+// config at path, this program being the executable (config check runs
+// the installed tablectl, the service's binary).
+func checkSelf(s SelfCheckSection, path string) []Finding {
+	if err := s.complete(""); err != nil {
+		return nil // ParseConfig has said so
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	res := selfcheck.Checker{Manifest: s.Manifest, PublicKey: s.PublicKey, Require: s.Require, Config: path}.Check()
+	switch res.Result {
+	case coup.SelfCheckOK:
+		return nil
+	case coup.SelfCheckUnsigned:
+		return []Finding{{Key: "self_check.require", Warning: true, Message: "off, and no manifest at " + s.Manifest +
+			": the controller runs as an unsigned development build; a production table ships its signed manifest and sets require"}}
+	}
+	hint := ""
+	switch {
+	case strings.Contains(res.Detail, "no manifest"):
+		hint = " (self_check.require is on: the package ships the manifest signed with the build key; docs/operations.md, Self-authentication)"
+	case strings.Contains(res.Detail, "config file"):
+		hint = " (a changed config needs a manifest re-signed by the build key's holder; docs/operations.md, Self-authentication)"
+	}
+	return []Finding{{Key: "self_check", Message: "the self-check would fail, so the table would start but refuse to deal (self_check_failed): " + res.Detail + hint}}
 }
 
 func loopback(addr string) bool {

@@ -1,12 +1,17 @@
 package controller
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/internal/selfcheck"
 )
 
 // TestConfigKeysDocumented: docs/configuration.md has a row for every key
@@ -121,4 +126,90 @@ func FuzzLocate(f *testing.F) {
 		}
 		keyOffsets(data)
 	})
+}
+
+// TestCheckConfigSelfCheck: config check runs the start-up self-check as
+// the controller would (this program as the executable): a failure is an
+// error, since the table would start but refuse to deal; no manifest with
+// require off is a warning (an unsigned development build).
+func TestCheckConfigSelfCheck(t *testing.T) {
+	dir := t.TempDir()
+	key, pub := filepath.Join(dir, "build.key"), filepath.Join(dir, "build.pub")
+	if _, err := audit.WriteKeyPair(key, pub); err != nil {
+		t.Fatal(err)
+	}
+	priv, err := audit.LoadPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other-exe")
+	if err := os.WriteFile(other, []byte("not this program"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		require bool
+		// sign lists the executable the manifest covers, "" for no manifest.
+		sign   string
+		edit   bool // the config changed after signing
+		ok     bool
+		want   string
+		absent string
+	}{
+		{name: "unsigned dev build", require: false, ok: true,
+			want: "warning: self_check.require: off, and no manifest at " + filepath.Join(dir, "unsigned dev build.manifest")},
+		{name: "no manifest, require", require: true, ok: false,
+			want: "error: self_check: the self-check would fail, so the table would start but refuse to deal (self_check_failed): no manifest"},
+		{name: "signed", require: true, sign: self, ok: true, absent: "self_check"},
+		{name: "config edited", require: true, sign: self, edit: true, ok: false,
+			want: "is not the signed one (a changed config needs a manifest re-signed by the build key's holder"},
+		{name: "another executable", require: true, sign: other, ok: false,
+			want: "error: self_check: the self-check would fail, so the table would start but refuse to deal (self_check_failed): the executable"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := filepath.Join(dir, tt.name+".json")
+			manifest := filepath.Join(dir, tt.name+".manifest")
+			doc := fmt.Sprintf(`{"table_id": "T1", "profile": "vip", "shoe": {"port": {"path": "/dev/ttyUSB0"}}, "audit": {"path": "trail.db"},
+  "mqtt": {"disabled": true},
+  "self_check": {"manifest": %q, "public_key": %q, "require": %v}}
+`, manifest, pub, tt.require)
+			if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tt.sign != "" {
+				m, err := selfcheck.Make([]selfcheck.Entry{{Role: selfcheck.RoleExecutable, Path: tt.sign}, {Role: selfcheck.RoleConfig, Path: cfg}}, priv, time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := m.Marshal()
+				if err := os.WriteFile(manifest, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.edit {
+				if err := os.WriteFile(cfg, []byte(strings.Replace(doc, "/dev/ttyUSB0", "/dev/ttyUSB1", 1)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fs, ok := CheckConfig(cfg)
+			var lines []string
+			for _, f := range fs {
+				lines = append(lines, f.String())
+			}
+			all := strings.Join(lines, "\n")
+			if ok != tt.ok {
+				t.Errorf("ok %v, want %v:\n%s", ok, tt.ok, all)
+			}
+			if tt.want != "" && !strings.Contains(all, tt.want) {
+				t.Errorf("findings lack %q:\n%s", tt.want, all)
+			}
+			if tt.absent != "" && strings.Contains(all, tt.absent) {
+				t.Errorf("findings name %q:\n%s", tt.absent, all)
+			}
+		})
+	}
 }

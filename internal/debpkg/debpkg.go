@@ -6,25 +6,41 @@
 // their owners and modes. cmd/tablectl-pkg is its command line.
 //
 // What goes in is one list, Contents (with Options.Extra for files
-// another part of the build supplies, such as a signed manifest), so a
-// test can check the package against it.
+// another part of the build supplies), so a test can check the package
+// against it.
+//
+// Each package carries the self-authentication manifest
+// (internal/selfcheck) of its own binary and the example config, signed
+// with the build key (Options.ManifestKey), and the key's public half, at
+// the places self_check.manifest and self_check.public_key name by
+// default. The private build key never goes in the package: it stays with
+// whoever builds releases, off the table boxes. A package built without a
+// key (Options.Unsigned) carries no manifest, and since the example config
+// sets self_check.require, its table refuses to deal until a manifest is
+// installed.
 package debpkg
 
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/goreleaser/nfpm/v2"
 	"github.com/goreleaser/nfpm/v2/deb"
 	"github.com/goreleaser/nfpm/v2/files"
+
+	"github.com/tablectl/tablectl/internal/selfcheck"
 )
 
 // Name is the package's name; User the system user it makes.
@@ -52,15 +68,42 @@ type Options struct {
 	// Out is the folder the .deb is written to.
 	Out string
 	// Extra are more files to carry (source on this machine, destination
-	// in the package), e.g. the signed manifest at ManifestPath.
+	// in the package).
 	Extra []File
+	// ManifestKey is the build key (Ed25519, tablectl audit keygen) that
+	// signs the package's self-authentication manifest. Only its public
+	// half goes in the package.
+	ManifestKey ed25519.PrivateKey
+	// Unsigned builds a package without a manifest (no ManifestKey): its
+	// table refuses to deal while self_check.require is set, as the
+	// example config has it.
+	Unsigned bool
+	// Configs are more config files the manifest covers besides the
+	// example (a floor's table configs, each to be installed as
+	// /etc/tablectl/tablectl.json): a box runs with any one of them.
+	Configs []string
+	// Made is the manifest's time; zero is now.
+	Made time.Time
 	// Log hears the build's steps; nil is silent.
 	Log func(format string, args ...any)
 }
 
-// ManifestPath is where the package carries tablectl's signed manifest
-// when the build is given one (an Extra file).
-const ManifestPath = "/usr/lib/tablectl/manifest.json"
+// ManifestPath and ManifestPubPath are where the package carries the
+// signed manifest and the build key's public half: self_check's defaults.
+const (
+	ManifestPath    = selfcheck.DefaultManifest
+	ManifestPubPath = selfcheck.DefaultPublicKey
+)
+
+// Installed places of the files the manifest covers.
+const (
+	BinPath    = "/usr/bin/tablectl"
+	ConfigPath = "/etc/tablectl/tablectl.json"
+)
+
+// ErrNoManifestKey is a build with neither a manifest key nor Unsigned:
+// the caller must give the build key, or say the package is unsigned.
+var ErrNoManifestKey = errors.New("no manifest key: give the build key (--manifest-key FILE, made by tablectl audit keygen) to sign the package's self-authentication manifest, or build --unsigned (its table refuses to deal: deploy/tablectl.json sets self_check.require)")
 
 // File is one file in the package.
 type File struct {
@@ -79,10 +122,10 @@ type File struct {
 func Contents(root, bin string) []File {
 	d := func(p string) string { return filepath.Join(root, p) }
 	fs := []File{
-		{Src: bin, Dst: "/usr/bin/tablectl", Mode: 0o755},
+		{Src: bin, Dst: BinPath, Mode: 0o755},
 		{Src: d("deploy/tablectl.service"), Dst: "/lib/systemd/system/tablectl.service", Mode: 0o644},
 		{Src: d("deploy/99-tablectl-shoe.rules"), Dst: "/lib/udev/rules.d/99-tablectl-shoe.rules", Mode: 0o644},
-		{Src: d("deploy/tablectl.json"), Dst: "/etc/tablectl/tablectl.json", Mode: 0o640, Group: User, Config: true},
+		{Src: d("deploy/tablectl.json"), Dst: ConfigPath, Mode: 0o640, Group: User, Config: true},
 		// The config folder: root writes it, the service reads it.
 		{Dst: "/etc/tablectl", Dir: true, Mode: 0o750, Group: User},
 		{Dst: "/etc/tablectl/keys", Dir: true, Mode: 0o750, Group: User},
@@ -121,6 +164,15 @@ func Build(ctx context.Context, o Options) (string, error) {
 	if o.Version == "" || o.Version[0] < '0' || o.Version[0] > '9' {
 		return "", fmt.Errorf("version %q: a Debian version starts with a digit", o.Version)
 	}
+	if o.ManifestKey == nil && !o.Unsigned {
+		return "", ErrNoManifestKey
+	}
+	if o.ManifestKey != nil && len(o.ManifestKey) != ed25519.PrivateKeySize {
+		return "", errors.New("the manifest key is not an Ed25519 private key")
+	}
+	if o.ManifestKey == nil && len(o.Configs) > 0 {
+		return "", errors.New("configs to sign, but no manifest key")
+	}
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
@@ -134,6 +186,15 @@ func Build(ctx context.Context, o Options) (string, error) {
 		return "", err
 	}
 	o.Log("built %s for linux/%s, version %s", bin, o.Arch, o.Version)
+	if o.ManifestKey != nil {
+		signed, err := o.signManifest(work, bin)
+		if err != nil {
+			return "", err
+		}
+		o.Extra = append(slices.Clip(o.Extra), signed...)
+	} else {
+		o.Log("unsigned: no manifest at %s; the table refuses to deal while self_check.require is set (it is in %s)", ManifestPath, ConfigPath)
+	}
 	info, err := o.info(bin)
 	if err != nil {
 		return "", err
@@ -156,6 +217,44 @@ func Build(ctx context.Context, o Options) (string, error) {
 	}
 	o.Log("wrote %s", out)
 	return out, nil
+}
+
+// signManifest writes, in work, the manifest of this arch's binary and
+// the example config (as installed), signed with the build key, and the
+// key's public half; it returns them as package files.
+func (o Options) signManifest(work, bin string) ([]File, error) {
+	made := o.Made
+	if made.IsZero() {
+		made = time.Now()
+	}
+	entries := []selfcheck.Entry{
+		{Role: selfcheck.RoleExecutable, Path: bin, As: BinPath},
+		{Role: selfcheck.RoleConfig, Path: filepath.Join(o.Root, "deploy/tablectl.json"), As: ConfigPath},
+	}
+	for _, c := range o.Configs {
+		entries = append(entries, selfcheck.Entry{Role: selfcheck.RoleConfig, Path: c, As: ConfigPath})
+	}
+	m, err := selfcheck.Make(entries, o.ManifestKey, made)
+	if err != nil {
+		return nil, fmt.Errorf("sign the manifest: %w", err)
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(o.ManifestKey.Public())
+	if err != nil {
+		return nil, fmt.Errorf("manifest key: %w", err)
+	}
+	mf, pf := filepath.Join(work, "manifest.json"), filepath.Join(work, "manifest.pub")
+	if err := os.WriteFile(mf, b, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(pf, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
+		return nil, err
+	}
+	o.Log("signed the manifest with key %s (%s, %d config(s) as %s)", m.KeyID, BinPath, 1+len(o.Configs), ConfigPath)
+	return []File{{Src: mf, Dst: ManifestPath, Mode: 0o644}, {Src: pf, Dst: ManifestPubPath, Mode: 0o644}}, nil
 }
 
 func (o Options) info(bin string) (*nfpm.Info, error) {

@@ -1,16 +1,90 @@
 package debpkg
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
 	"debug/elf"
+	"encoding/base64"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/selfcheck"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
+
+// buildKey is a build key made for the test, as tablectl audit keygen
+// makes one.
+func buildKey(t *testing.T) ed25519.PrivateKey {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// checkManifest checks the package extracted at x as the installed
+// controller would: the manifest at its place verifies with the public key
+// at its place and covers the package's binary and config. It returns the
+// manifest.
+func checkManifest(t *testing.T, x string, key ed25519.PrivateKey, configs int) selfcheck.Manifest {
+	t.Helper()
+	pub, err := audit.LoadPublicKey(filepath.Join(x, ManifestPubPath))
+	if err != nil {
+		t.Fatalf("the package's public key: %v", err)
+	}
+	if !pub.Equal(key.Public()) {
+		t.Fatal("the package's public key is not the build key's")
+	}
+	data, err := os.ReadFile(filepath.Join(x, ManifestPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := selfcheck.Parse(data, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := selfcheck.Checker{Manifest: filepath.Join(x, ManifestPath), PublicKey: filepath.Join(x, ManifestPubPath), Require: true,
+		Executable: filepath.Join(x, BinPath), Config: filepath.Join(x, ConfigPath)}.Check()
+	if res.Result != coup.SelfCheckOK {
+		t.Errorf("self-check of the package's own files: %s %s", res.Result, res.Detail)
+	}
+	roles := map[string]int{}
+	for _, f := range m.Files {
+		roles[f.Role]++
+		if want := map[string]string{selfcheck.RoleExecutable: BinPath, selfcheck.RoleConfig: ConfigPath}[f.Role]; f.Path != want {
+			t.Errorf("manifest entry %+v: want path %s", f, want)
+		}
+	}
+	if roles[selfcheck.RoleExecutable] != 1 || roles[selfcheck.RoleConfig] != configs || len(m.Files) != 1+configs {
+		t.Errorf("manifest files %+v", m.Files)
+	}
+	// The build key's private half is nowhere in the package.
+	// (Its seed, its PKCS #8 form, or that form's PEM text.)
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	b64 := base64.StdEncoding.EncodeToString(der)[:40]
+	filepath.WalkDir(x, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, key.Seed()) || bytes.Contains(b, der) || bytes.Contains(b, []byte(b64)) {
+			t.Errorf("%s holds a private key", p)
+		}
+		return nil
+	})
+	return m
+}
 
 func root(t *testing.T) string {
 	t.Helper()
@@ -64,28 +138,44 @@ func TestContentsExist(t *testing.T) {
 }
 
 func TestOptionsRefused(t *testing.T) {
-	for _, o := range []Options{{Arch: "mips", Version: "1.0"}, {Arch: "amd64", Version: "v1.0"}, {Arch: "amd64"}} {
+	for _, o := range []Options{{Arch: "mips", Version: "1.0", Unsigned: true}, {Arch: "amd64", Version: "v1.0", Unsigned: true},
+		{Arch: "amd64", Unsigned: true}, {Arch: "amd64", Version: "1.0", ManifestKey: ed25519.PrivateKey{1, 2, 3}}} {
 		if _, err := Build(context.Background(), o); err == nil {
 			t.Errorf("%+v built", o)
 		}
 	}
+	// Neither a key nor Unsigned: refused before anything is built.
+	if _, err := Build(context.Background(), Options{Arch: "amd64", Version: "1.0", Out: t.TempDir()}); !errors.Is(err, ErrNoManifestKey) {
+		t.Errorf("no key: %v", err)
+	}
 }
 
-// TestBuildDeb builds the amd64 package with an extra file (as the signed
-// manifest goes in) and reads it back with dpkg-deb: every listed file at
-// its place with its owner and mode, the conffile, the scripts, the
-// binary's stamped version.
+// TestBuildDeb builds the amd64 package, signed with a build key, with an
+// extra file, and reads it back with dpkg-deb: every listed file at its
+// place with its owner and mode, the conffile, the scripts, the binary's
+// stamped version, the manifest that verifies with the shipped public key
+// and covers the shipped binary and config, and no private key.
 func TestBuildDeb(t *testing.T) {
 	testenv.Long(t, "building the .deb (a full go build)")
 	dpkg := testenv.Command(t, "dpkg-deb", "dpkg")
 	r := root(t)
-	extra := filepath.Join(t.TempDir(), "manifest.json")
-	if err := os.WriteFile(extra, []byte(`{"test":true}`), 0o644); err != nil {
+	extra := filepath.Join(t.TempDir(), "extra.txt")
+	if err := os.WriteFile(extra, []byte("extra\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	deb, err := Build(context.Background(), Options{Root: r, Arch: "amd64", Version: "9.8.7", Out: out,
-		Extra: []File{{Src: extra, Dst: ManifestPath, Mode: 0o644}}, Log: t.Logf})
+	key := buildKey(t)
+	// A table's own config, signed too.
+	table := filepath.Join(t.TempDir(), "bac-08.json")
+	doc, err := os.ReadFile(filepath.Join(r, "deploy/tablectl.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(table, bytes.ReplaceAll(doc, []byte("BAC-07"), []byte("BAC-08")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deb, err := Build(context.Background(), Options{Root: r, Arch: "amd64", Version: "9.8.7", Out: out, ManifestKey: key, Configs: []string{table},
+		Extra: []File{{Src: extra, Dst: "/usr/share/doc/tablectl/extra.txt", Mode: 0o644}}, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +191,8 @@ func TestBuildDeb(t *testing.T) {
 		"-rw-r----- root/tablectl", "./etc/tablectl/tablectl.json",
 		"drwxr-x--- tablectl/tablectl 0 1970-01-01 00:00 ./var/lib/tablectl/",
 		"-rwxr-xr-x root/root", "./usr/bin/tablectl",
-		"." + ManifestPath,
+		"-rw-r--r-- root/root", "." + ManifestPath, "." + ManifestPubPath,
+		"./usr/share/doc/tablectl/extra.txt",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(string(list)), " "), want) {
 			t.Errorf("dpkg-deb -c lacks %q:\n%s", want, list)
@@ -136,15 +227,62 @@ func TestBuildDeb(t *testing.T) {
 	if _, _, ok := gitRevision(r); ok && !strings.Contains(string(v), " revision ") {
 		t.Errorf("no revision in %q", v)
 	}
+	checkManifest(t, x, key, 2)
+	// The installed binary's own check agrees (tablectl manifest check),
+	// with the example config and with the table's; not with another.
+	other := filepath.Join(t.TempDir(), "bac-09.json")
+	os.WriteFile(other, bytes.ReplaceAll(doc, []byte("BAC-07"), []byte("BAC-09")), 0o644)
+	for cfg, ok := range map[string]bool{filepath.Join(x, ConfigPath): true, table: true, other: false} {
+		out, err := exec.Command(filepath.Join(x, "usr/bin/tablectl"), "manifest", "check", "--manifest", filepath.Join(x, ManifestPath),
+			"--pubkey", filepath.Join(x, ManifestPubPath), "--exe", filepath.Join(x, BinPath), "--config", cfg).CombinedOutput()
+		if (err == nil) != ok {
+			t.Errorf("tablectl manifest check --config %s: %v, want ok %v\n%s", cfg, err, ok, out)
+		}
+	}
 }
 
-// TestBuildArm64: the binary cross-compiles for arm64 with cgo (SQLite).
+// TestBuildUnsigned: --unsigned makes a package with no manifest and no
+// public key (the table it installs refuses to deal while
+// self_check.require is set).
+func TestBuildUnsigned(t *testing.T) {
+	testenv.Long(t, "building the .deb (a full go build)")
+	dpkg := testenv.Command(t, "dpkg-deb", "dpkg")
+	deb, err := Build(context.Background(), Options{Root: root(t), Arch: "amd64", Version: "1.0", Out: t.TempDir(), Unsigned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := exec.Command(dpkg, "-c", deb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, list)
+	}
+	if strings.Contains(string(list), "/usr/lib/tablectl/") {
+		t.Errorf("an unsigned package carries manifest files:\n%s", list)
+	}
+}
+
+// TestBuildArm64: the arm64 package's binary is cross-compiled with cgo
+// (SQLite), and its manifest hashes that arm64 binary.
 func TestBuildArm64(t *testing.T) {
 	testenv.Long(t, "cross-compiling for arm64")
 	testenv.Command(t, Arches["arm64"], "gcc-aarch64-linux-gnu")
-	bin := filepath.Join(t.TempDir(), "tablectl")
-	if err := BuildBinary(context.Background(), root(t), "arm64", "1.0.0", bin); err != nil {
+	dpkg := testenv.Command(t, "dpkg-deb", "dpkg")
+	key := buildKey(t)
+	deb, err := Build(context.Background(), Options{Root: root(t), Arch: "arm64", Version: "1.0.0", Out: t.TempDir(), ManifestKey: key})
+	if err != nil {
 		t.Fatal(err)
+	}
+	x := t.TempDir()
+	if out, err := exec.Command(dpkg, "-x", deb, x).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	bin := filepath.Join(x, BinPath)
+	m := checkManifest(t, x, key, 1)
+	sum, err := selfcheck.HashFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Files[0].Role != selfcheck.RoleExecutable || m.Files[0].SHA256 != sum {
+		t.Errorf("the arm64 manifest's executable %+v is not the arm64 binary (%s)", m.Files[0], sum)
 	}
 	f, err := elf.Open(bin)
 	if err != nil {

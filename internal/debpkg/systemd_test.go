@@ -1,19 +1,27 @@
 package debpkg
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -22,6 +30,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
 
@@ -32,7 +44,10 @@ import (
 // shipped Mosquitto snippet in conf.d beside the stock mosquitto.conf,
 // start the service, deal from a simulated shoe on a pseudo-terminal, see
 // the table on MQTT, restart the service and then the whole container, and
-// verify the trail with the checkpoint public key.
+// verify the trail with the checkpoint public key. The package is signed
+// with a build key made here: the installed controller's self-check passes
+// with the config as shipped; an edited config makes the table refuse to
+// deal (self_check_failed) until it is put back.
 func TestPackagedInstallSystemd(t *testing.T) {
 	testenv.Long(t, "the packaged install under systemd-nspawn")
 	testenv.Root(t, "to boot a container with systemd-nspawn")
@@ -57,7 +72,12 @@ func TestPackagedInstallSystemd(t *testing.T) {
 		t.Fatalf(".ci/debian-tree could not make the Debian 12 tree: %v\n%s", err, log)
 	}
 	tree := strings.TrimSpace(string(treeOut))
-	deb, err := Build(ctx, Options{Root: r, Arch: runtime.GOARCH, Version: "0.0.1", Out: t.TempDir(), Log: t.Logf})
+	// The build key, as tablectl audit keygen makes one; it stays here.
+	_, buildKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deb, err := Build(ctx, Options{Root: r, Arch: runtime.GOARCH, Version: "0.0.1", Out: t.TempDir(), ManifestKey: buildKey, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,21 +139,26 @@ func TestPackagedInstallSystemd(t *testing.T) {
 		t.Fatalf("mosquitto with the snippet: %s\n%s", out, sh("journalctl -u mosquitto --no-pager | tail -20"))
 	}
 	// The shoe: a simulated one on a pseudo-terminal (pts), which the
-	// unit's device policy must let in, as it lets in ttyUSB.
-	sh(`sed -i 's#"/dev/tablectl-shoe"#"/run/tablectl-sim/shoe"#' /etc/tablectl/tablectl.json &&
+	// unit's device policy must let in, as it lets in ttyUSB. It is at
+	// /dev/tablectl-shoe, where udev names a real one, so the config stays
+	// as shipped and signed.
+	sh(`ln -sfn /run/tablectl-sim/shoe /dev/tablectl-shoe &&
 		mkdir -p /etc/systemd/system/tablectl.service.d && printf '[Service]\nDeviceAllow=char-pts rw\n' > /etc/systemd/system/tablectl.service.d/simulated-shoe.conf &&
 		systemctl daemon-reload`)
 	const sim = "systemd-run --uid=tablectl --gid=tablectl -p RuntimeDirectory=tablectl-sim "
 	const simArgs = "/usr/bin/tablectl shoe-sim --link /run/tablectl-sim/shoe --pace 20ms --coup-pace 3500ms --exit "
-	if out := sh("tablectl config check /etc/tablectl/tablectl.json; echo rc=$?"); !strings.Contains(out, "rc=0") {
+	// config check runs the self-check too: the shipped manifest covers
+	// the shipped binary and config.
+	if out := sh("tablectl config check /etc/tablectl/tablectl.json; echo rc=$?"); !strings.Contains(out, "rc=0") || strings.Contains(out, "self_check") {
 		t.Errorf("config check: %s", out)
 	}
+	pit := "mosquitto_sub -h 127.0.0.1 -u pit-BAC-07 -P \"$(cat /etc/tablectl/pit-BAC-07.password)\" "
+
 	// The controller first: it waits for the shoe's port. The dealer's
 	// pace leaves the result its 3 s (table.result_time) between coups.
 	sh("systemctl start tablectl")
 	c.waitFor("the service", "systemctl is-active tablectl")
 	sh(sim + "--unit=shoe-sim " + simArgs + "--seed 15 --coups 4")
-	pit := "mosquitto_sub -h 127.0.0.1 -u pit-BAC-07 -P \"$(cat /etc/tablectl/pit-BAC-07.password)\" "
 	// coupOnMQTT waits for the retained public/shoe to be at coup 4 or
 	// later (the next coup opens once a result has shown).
 	coupOnMQTT := func() {
@@ -150,6 +175,12 @@ func TestPackagedInstallSystemd(t *testing.T) {
 	if u := mainUser(); u != "tablectl" {
 		t.Errorf("the service runs as %q", u)
 	}
+	// The self-check passed, for /health and in the trail, and the table deals.
+	c.waitHealth(func(code int, h boxHealth) bool { return code == 200 && h.SelfCheck == "ok" })
+	if checks := selfChecks(c.trail()); len(checks) != 1 || checks[0].Result != coup.SelfCheckOK || !checks[0].Start ||
+		checks[0].Key != audit.KeyID(buildKey.Public().(ed25519.PublicKey)) {
+		t.Errorf("self-checks: %+v", checks)
+	}
 	// The hardening as the installed, running unit has it (docs/operations.md).
 	sec := sh("systemd-analyze security tablectl --no-pager | tail -1")
 	t.Logf("systemd-analyze security tablectl: %s", strings.TrimSpace(sec))
@@ -157,8 +188,10 @@ func TestPackagedInstallSystemd(t *testing.T) {
 		t.Errorf("exposure: %s", sec)
 	}
 
-	// Restart the service, then the box.
-	sh("systemctl stop shoe-sim; systemctl restart tablectl")
+	// Restart the service, then the box, once the dealer has dealt the
+	// four coups (a shoe that goes quiet between coups is no misdeal).
+	c.waitFor("the four coups dealt", "! systemctl is-active -q shoe-sim")
+	sh("systemctl restart tablectl")
 	c.waitFor("the service back", "systemctl is-active tablectl")
 	c.waitFor("status online after the restart", pit+"-t tablectl/BAC-07/status -C 1 -W 5 | grep -q online")
 	c.stop()
@@ -170,6 +203,42 @@ func TestPackagedInstallSystemd(t *testing.T) {
 	}
 	// The table as it was: coup 4 of shoe 1, rebuilt from the trail.
 	coupOnMQTT()
+
+	// The config edited on the box (not re-signed): at the restart the
+	// self-check fails and the table refuses to deal; put back, the check
+	// passes.
+	code, h := c.health()
+	t.Logf("before the edit: /health %d %+v", code, h)
+	sh(`cp -p /etc/tablectl/tablectl.json /root/tablectl.json.signed && sed -i 's/"result_time": "3s"/"result_time": "4s"/' /etc/tablectl/tablectl.json`)
+	if out := sh("tablectl config check /etc/tablectl/tablectl.json; echo rc=$?"); !strings.Contains(out, "rc=1") || !strings.Contains(out, "error: self_check: ") {
+		t.Errorf("config check of the edited config: %s", out)
+	}
+	sh("ln -sfn /run/tablectl-sim/shoe /dev/tablectl-shoe && systemctl restart tablectl")
+	c.waitHealth(func(code int, h boxHealth) bool {
+		return code == 503 && h.Status == "self_check_failed" && h.SelfCheck == "failed"
+	})
+	sh(sim + "--unit=shoe-sim-edited " + simArgs + "--seed 18 --coups 1")
+	c.waitFor("the simulated coup drawn", "! systemctl is-active -q shoe-sim-edited")
+	rows := c.trail()
+	checks := selfChecks(rows)
+	failed := checks[len(checks)-1]
+	if failed.Result != coup.SelfCheckFailed || !failed.Start ||
+		!strings.Contains(failed.Detail, "the config file /etc/tablectl/tablectl.json is not the signed one") {
+		t.Errorf("self-check with the edited config: %+v", failed)
+	}
+	evs, alerts := eventsAfter(rows, failed)
+	if alerts[coup.AlertSelfCheck] != 1 || evs[coup.EventKind(coup.InCard)] == 0 || alerts[coup.AlertCardSuspended] == 0 ||
+		evs[coup.EvBurnCard]+evs[coup.EvCardDealt]+evs[coup.EvCoupResult] != 0 {
+		t.Errorf("with the edited config: the shoe's cards and the table's events %v, alerts %v", evs, alerts)
+	}
+	t.Logf("with the edited config: /health self_check_failed; %d cards drawn, none dealt; alerts %v", evs[coup.EventKind(coup.InCard)], alerts)
+	sh("cp -p /root/tablectl.json.signed /etc/tablectl/tablectl.json && systemctl restart tablectl")
+	c.waitHealth(func(code int, h boxHealth) bool { return h.SelfCheck == "ok" })
+	if checks := selfChecks(c.trail()); checks[len(checks)-1].Result != coup.SelfCheckOK || !checks[len(checks)-1].Start {
+		t.Errorf("self-check with the config put back: %+v", checks[len(checks)-1])
+	}
+	// (The misdeals drawn while it refused are then the supervisor's to
+	// clear with resume, once the shoe is back.)
 
 	// The trail verifies against the checkpoint public key init handed off,
 	// and each start row names the build.
@@ -185,8 +254,8 @@ func TestPackagedInstallSystemd(t *testing.T) {
 			}
 		}
 	}
-	if starts < 3 {
-		t.Errorf("%d start rows, want 3 (start, service restart, reboot)", starts)
+	if starts < 5 {
+		t.Errorf("%d start rows, want 5 (start, service restart, reboot, edited config, put back)", starts)
 	}
 	if out := c.sh("journalctl -u tablectl --no-pager -o cat | grep 'controller running' | head -1"); !strings.Contains(out, "version=") {
 		t.Errorf("start log without the version: %s", out)
@@ -194,9 +263,157 @@ func TestPackagedInstallSystemd(t *testing.T) {
 	c.stop()
 }
 
+// boxHealth is the web display's /health, as far as the test reads it.
+type boxHealth struct {
+	Status    string `json:"status"`
+	SelfCheck string `json:"self_check"`
+}
+
+// health asks the box's web display for /health over HTTPS (the test CA's
+// certificate for localhost), from inside the box's network (it has a
+// private one, and no curl).
+func (c *container) health() (int, boxHealth) {
+	c.t.Helper()
+	var h boxHealth
+	conn, err := dialIn(c.pid1, "127.0.0.1:8443")
+	if err != nil {
+		h.Status = err.Error()
+		return 0, h
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(filepath.Join(c.dir, "root/certs/ca.crt"))
+	if err != nil || !pool.AppendCertsFromPEM(ca) {
+		c.t.Fatalf("the test CA: %v", err)
+	}
+	tc := tls.Client(conn, &tls.Config{RootCAs: pool, ServerName: "localhost"})
+	req, _ := http.NewRequest("GET", "https://localhost:8443/health", nil)
+	if err := req.Write(tc); err != nil {
+		h.Status = err.Error()
+		return 0, h
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(tc), req)
+	if err != nil {
+		h.Status = err.Error()
+		return 0, h
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err := json.Unmarshal(body, &h); err != nil {
+		c.t.Errorf("/health %d: %v: %s", resp.StatusCode, err, body)
+	}
+	return resp.StatusCode, h
+}
+
+// waitHealth polls /health until ok says yes (60 s).
+func (c *container) waitHealth(ok func(int, boxHealth) bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, h := c.health()
+		if ok(code, h) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("/health %d %+v\njournal:\n%s", code, h, c.try("journalctl -u tablectl --no-pager | tail -20"))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// dialIn connects to addr from inside the network namespace of process
+// pid: a thread of its own moves in, dials, and ends with its goroutine
+// (never unlocked, so no other goroutine runs in the box's network).
+func dialIn(pid int, addr string) (net.Conn, error) {
+	type dialed struct {
+		conn net.Conn
+		err  error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		runtime.LockOSThread()
+		ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+		if err != nil {
+			ch <- dialed{nil, err}
+			return
+		}
+		defer ns.Close()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- dialed{nil, fmt.Errorf("setns: %w", err)}
+			return
+		}
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		ch <- dialed{conn, err}
+	}()
+	d := <-ch
+	return d.conn, d.err
+}
+
+// trail is the box's trail, read with tablectl audit export.
+func (c *container) trail() []audit.Record {
+	c.t.Helper()
+	var rows []audit.Record
+	for _, line := range strings.Split(c.sh("tablectl audit export --db /var/lib/tablectl/BAC-07.db"), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var row audit.Record
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			c.t.Fatalf("export line %q: %v", line, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// input is a row's table input, if it is one.
+func input(row audit.Record) (coup.Input, bool) {
+	var in coup.Input
+	if !coup.IsInput(row.Kind) || json.Unmarshal(row.Body, &in) != nil {
+		return in, false
+	}
+	return in, true
+}
+
+// selfChecks are the self-checks the trail records, in order.
+func selfChecks(rows []audit.Record) []coup.SelfCheck {
+	var out []coup.SelfCheck
+	for _, row := range rows {
+		if in, ok := input(row); ok && in.Check != nil {
+			out = append(out, *in.Check)
+		}
+	}
+	return out
+}
+
+// eventsAfter counts the rows (events and inputs, by kind) and the alerts
+// after the self-check check.
+func eventsAfter(rows []audit.Record, check coup.SelfCheck) (map[coup.EventKind]int, map[coup.AlertKind]int) {
+	evs, alerts := map[coup.EventKind]int{}, map[coup.AlertKind]int{}
+	after := false
+	for _, row := range rows {
+		if in, ok := input(row); ok && in.Check != nil && reflect.DeepEqual(*in.Check, check) {
+			after = true
+			continue
+		}
+		if !after {
+			continue
+		}
+		evs[coup.EventKind(row.Kind)]++
+		if row.Kind == string(coup.EvAlert) {
+			var e struct{ Alert coup.Alert }
+			json.Unmarshal(row.Body, &e)
+			alerts[e.Alert.Kind]++
+		}
+	}
+	return evs, alerts
+}
+
 // container is a booted systemd-nspawn container.
 type container struct {
 	t      *testing.T
+	dir    string
 	cmd    *exec.Cmd
 	pid1   int
 	log    *syncBuffer
@@ -217,7 +434,7 @@ func boot(t *testing.T, nspawn, dir string) *container {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &container{t: t, cmd: cmd, log: log, done: make(chan error, 1)}
+	c := &container{t: t, dir: dir, cmd: cmd, log: log, done: make(chan error, 1)}
 	go func() { c.done <- cmd.Wait() }()
 	t.Cleanup(c.stop)
 	deadline := time.Now().Add(60 * time.Second)
