@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,10 +35,7 @@ func init() {
 }
 
 // auditCommands are audit's subcommands.
-var auditCommands = []struct {
-	name, short string
-	run         func(args []string, stdout io.Writer) error
-}{
+var auditCommands = []subcommand{
 	{"verify", "check a trail for edits, deleted rows, truncation and bad signatures", runAuditVerify},
 	{"export", "write a trail's rows as JSON lines", runAuditExport},
 	{"checkpoint", "write a trail's last signed checkpoint to a file (the copy kept elsewhere)", runAuditCheckpoint},
@@ -48,29 +44,7 @@ var auditCommands = []struct {
 }
 
 func runAudit(args []string, stdout io.Writer) error {
-	w := errOut
-	if len(args) > 0 {
-		for _, c := range auditCommands {
-			if c.name == args[0] {
-				return c.run(args[1:], stdout)
-			}
-		}
-		switch args[0] {
-		case "-h", "-help", "--help", "help":
-			w = helpOut
-		default:
-			fmt.Fprintf(w, "tablectl audit: unknown subcommand %q\n\n", args[0])
-		}
-	}
-	fmt.Fprintf(w, "usage: tablectl audit <subcommand> [flags]\n\n%s\n\nsubcommands:\n", commands["audit"].short)
-	for _, c := range auditCommands {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.short)
-	}
-	fmt.Fprintln(w, "\n'tablectl audit <subcommand> -h' prints a subcommand's flags")
-	if w == helpOut {
-		return flag.ErrHelp
-	}
-	return errUsage
+	return runSubcommand("audit", auditCommands, args, stdout)
 }
 
 // errTampered is returned when verify found something, after printing it.

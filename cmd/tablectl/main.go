@@ -135,6 +135,41 @@ func shortOf(name string) string {
 	return subShorts[name]
 }
 
+// subcommand is one of a command's subcommands (audit verify, manifest sign).
+type subcommand struct {
+	name, short string
+	run         func(args []string, stdout io.Writer) error
+}
+
+// runSubcommand runs the subcommand args[0] of the command name, or prints
+// the command's usage: on stdout for -h or help (flag.ErrHelp), on stderr
+// after a mistake (errUsage).
+func runSubcommand(name string, subs []subcommand, args []string, stdout io.Writer) error {
+	w := errOut
+	if len(args) > 0 {
+		for _, c := range subs {
+			if c.name == args[0] {
+				return c.run(args[1:], stdout)
+			}
+		}
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			w = helpOut
+		default:
+			fmt.Fprintf(w, "tablectl %s: unknown subcommand %q\n\n", name, args[0])
+		}
+	}
+	fmt.Fprintf(w, "usage: tablectl %s <subcommand> [flags]\n\n%s\n\nsubcommands:\n", name, commands[name].short)
+	for _, c := range subs {
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.short)
+	}
+	fmt.Fprintf(w, "\n'tablectl %s <subcommand> -h' prints a subcommand's flags\n", name)
+	if w == helpOut {
+		return flag.ErrHelp
+	}
+	return errUsage
+}
+
 // subShorts are the descriptions of subcommands ("audit verify"), filled
 // by their commands' init.
 var subShorts = map[string]string{}

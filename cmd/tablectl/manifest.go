@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,38 +25,13 @@ func init() {
 }
 
 // manifestCommands are manifest's subcommands.
-var manifestCommands = []struct {
-	name, short string
-	run         func(args []string, stdout io.Writer) error
-}{
+var manifestCommands = []subcommand{
 	{"sign", "hash an executable and its config files and write the signed manifest", runManifestSign},
 	{"check", "check files against a signed manifest as the controller does", runManifestCheck},
 }
 
 func runManifest(args []string, stdout io.Writer) error {
-	w := errOut
-	if len(args) > 0 {
-		for _, c := range manifestCommands {
-			if c.name == args[0] {
-				return c.run(args[1:], stdout)
-			}
-		}
-		switch args[0] {
-		case "-h", "-help", "--help", "help":
-			w = helpOut
-		default:
-			fmt.Fprintf(w, "tablectl manifest: unknown subcommand %q\n\n", args[0])
-		}
-	}
-	fmt.Fprintf(w, "usage: tablectl manifest <subcommand> [flags]\n\n%s\n\nsubcommands:\n", commands["manifest"].short)
-	for _, c := range manifestCommands {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.short)
-	}
-	fmt.Fprintln(w, "\n'tablectl manifest <subcommand> -h' prints a subcommand's flags")
-	if w == helpOut {
-		return flag.ErrHelp
-	}
-	return errUsage
+	return runSubcommand("manifest", manifestCommands, args, stdout)
 }
 
 // entryFlag takes FILE or FILE=INSTALLED-PATH.
