@@ -184,7 +184,7 @@ func parse(payload []byte) parsed {
 		return fail("id %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ : -", clip(c.ID))
 	case !slices.Contains(Actions, c.Action):
 		return fail("unknown action %q", clip(c.Action))
-	case !validName(c.Supervisor):
+	case !coup.ValidStaffName(c.Supervisor):
 		return fail("supervisor %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Supervisor))
 	case c.Sig == "":
 		return fail("no signature")
@@ -213,7 +213,7 @@ func parse(payload []byte) parsed {
 			return fail("resync needs from, the first sequence number to send")
 		}
 	case coup.ActionDealerIn:
-		if !validName(c.Dealer) {
+		if !coup.ValidStaffName(c.Dealer) {
 			return fail("dealer %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Dealer))
 		}
 	}
@@ -246,19 +246,6 @@ func validID(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '@' || c == '-') {
 			return false
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	"github.com/tablectl/tablectl/coup"
 )
 
 // FuzzVerify feeds the verifier anything: it must never panic, and a
@@ -52,7 +54,7 @@ func FuzzParseKeyring(f *testing.F) {
 			return
 		}
 		for _, k := range kr.keys {
-			if len(k.PublicKey) != 32 || !validName(k.Name) || len(k.Actions) == 0 {
+			if len(k.PublicKey) != 32 || !coup.ValidStaffName(k.Name) || len(k.Actions) == 0 {
 				t.Fatalf("bad key %+v", k)
 			}
 		}

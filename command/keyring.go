@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
 )
 
 // maxKeyring bounds the keyring file: a few hundred supervisors.
@@ -100,7 +101,7 @@ func ParseKeyring(data []byte) (*Keyring, error) {
 	seen := map[string]bool{}
 	var errs []error
 	for i, e := range kj.Keys {
-		if !validName(e.Name) {
+		if !coup.ValidStaffName(e.Name) {
 			errs = append(errs, fmt.Errorf("keyring: key %d: name %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", i, clip(e.Name)))
 			continue
 		}
@@ -244,7 +245,7 @@ func Entry(name string, pub ed25519.PublicKey, actions []string) ([]byte, error)
 // NAME.pub (PKIX PEM). It never overwrites a file. The keyring entry for
 // the public key is returned for the controller's keyring.
 func GenerateKey(dir, name string) (privPath, pubPath string, entry []byte, err error) {
-	if !validName(name) {
+	if !coup.ValidStaffName(name) {
 		return "", "", nil, fmt.Errorf("name %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(name))
 	}
 	privPath = filepath.Join(dir, name+".key")

@@ -3,6 +3,8 @@ package command
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/tablectl/tablectl/coup"
 )
 
 // Screen is the first look at a command, taken in the MQTT client's message
@@ -48,7 +50,7 @@ func (s *Screen) Check(payload []byte, size int) string {
 	}
 	table, supervisor, ok := scanNames(payload)
 	switch {
-	case !ok || len(table) == 0 || !validName(string(supervisor)):
+	case !ok || len(table) == 0 || !coup.ValidStaffName(string(supervisor)):
 		return CodeMalformed
 	case !s.keys.hasName(supervisor):
 		return CodeUnknownKey

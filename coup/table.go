@@ -1212,7 +1212,7 @@ func (a *applier) dealerDuty(c *Command) {
 		t.dealer = ""
 		return
 	}
-	if !validDealer(c.Dealer) {
+	if !ValidStaffName(c.Dealer) {
 		a.refuse(c, "dealer %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Dealer))
 		return
 	}
@@ -1228,9 +1228,11 @@ func (a *applier) dealerDuty(c *Command) {
 	a.emit(Event{Kind: EvDealerIn, Dealer: t.dealer, By: c.By})
 }
 
-// validDealer is a dealer's name as the trail keeps it: a badge or staff
-// id, like a supervisor's name.
-func validDealer(s string) bool {
+// ValidStaffName says whether s is a person's name as the trail keeps it:
+// a dealer's or a supervisor's badge or staff id, 1 to 64 of A-Z a-z 0-9
+// . _ @ -. The signed commands (package command) hold their supervisors
+// and dealers to it too.
+func ValidStaffName(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
 		return false
 	}
