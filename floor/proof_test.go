@@ -221,7 +221,7 @@ func TestFloorProof(t *testing.T) {
 		}
 		// Exactly once, and nothing the table did not write.
 		var n, max int64
-		if err := f.Pool.QueryRow(ctx, `SELECT count(*), coalesce(max(seq),0) FROM `+f.Store.Schema()+`.rows WHERE table_id = $1`, tb.ID).Scan(&n, &max); err != nil {
+		if err := f.Pool.QueryRow(ctx, `SELECT count(*), coalesce(max(seq),0) FROM `+f.Store.(*floor.PGStore).Schema()+`.rows WHERE table_id = $1`, tb.ID).Scan(&n, &max); err != nil {
 			t.Fatal(err)
 		}
 		if n != max || n < heads[tb.ID] {
@@ -229,7 +229,7 @@ func TestFloorProof(t *testing.T) {
 		}
 	}
 	// Flags: the rewritten table, and only it.
-	rows, err := f.Pool.Query(ctx, `SELECT table_id, kind, seq, message FROM `+f.Store.Schema()+`.alerts ORDER BY id`)
+	rows, err := f.Pool.Query(ctx, `SELECT table_id, kind, seq, message FROM `+f.Store.(*floor.PGStore).Schema()+`.alerts ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func waitFor(t *testing.T, ctx context.Context, d time.Duration, what string, ok
 
 func witnessedMax(t *testing.T, f *floorsim.Floor, table string) int64 {
 	var n int64
-	if err := f.Pool.QueryRow(context.Background(), `SELECT coalesce(max(max_seq),0) FROM `+f.Store.Schema()+`.tables WHERE table_id = $1`, table).Scan(&n); err != nil {
+	if err := f.Pool.QueryRow(context.Background(), `SELECT coalesce(max(max_seq),0) FROM `+f.Store.(*floor.PGStore).Schema()+`.tables WHERE table_id = $1`, table).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -327,7 +327,7 @@ func witnessedMax(t *testing.T, f *floorsim.Floor, table string) int64 {
 
 func contig(t *testing.T, f *floorsim.Floor, table string) int64 {
 	var n int64
-	if err := f.Pool.QueryRow(context.Background(), `SELECT coalesce(max(contig),0) FROM `+f.Store.Schema()+`.tables WHERE table_id = $1`, table).Scan(&n); err != nil {
+	if err := f.Pool.QueryRow(context.Background(), `SELECT coalesce(max(contig),0) FROM `+f.Store.(*floor.PGStore).Schema()+`.tables WHERE table_id = $1`, table).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

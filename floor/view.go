@@ -51,7 +51,7 @@ type TableView struct {
 // serves a web page, a JSON snapshot and a stream of changes
 // (server-sent events).
 type View struct {
-	store *Store
+	store Store
 	reg   *Registry
 	subj  Subjects
 	clk   clock.Clock
@@ -63,7 +63,7 @@ type View struct {
 }
 
 // NewView makes a floor view over store; Run feeds it.
-func NewView(store *Store, reg *Registry, subj Subjects, clk clock.Clock, log *slog.Logger) *View {
+func NewView(store Store, reg *Registry, subj Subjects, clk clock.Clock, log *slog.Logger) *View {
 	if clk == nil {
 		clk = clock.Real
 	}
@@ -179,50 +179,19 @@ func (v *View) update(table string, f func(*TableView)) {
 
 // refresh reads what the database knows of every table.
 func (v *View) refresh(ctx context.Context) error {
-	s := v.store
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT t.table_id, t.contig, t.max_seq, t.last_seen, t.cp_signed_at,
-		(SELECT count(*) FROM S.rows r WHERE r.table_id = t.table_id AND r.kind = 'coup_result' AND r.witnessed_at > $1)
-		FROM S.tables t`), v.clk.Now().Add(-time.Hour))
+	lines, err := v.store.viewLines(ctx, v.clk.Now().Add(-time.Hour))
 	if err != nil {
 		return err
 	}
-	type line struct {
-		table       string
-		contig, max int64
-		seen, cp    *time.Time
-		coups       int64
-	}
-	var lines []line
-	for rows.Next() {
-		var l line
-		if err := rows.Scan(&l.table, &l.contig, &l.max, &l.seen, &l.cp, &l.coups); err != nil {
-			rows.Close()
-			return err
-		}
-		lines = append(lines, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	all, err := v.store.openAlerts(ctx)
+	if err != nil {
 		return err
 	}
 	open := map[string][]Alert{}
-	arows, err := s.pool.Query(ctx, s.sql(`SELECT id, table_id, kind, seq, message, tamper, witness, raised_at FROM S.alerts WHERE resolved_at IS NULL ORDER BY id`))
-	if err != nil {
-		return err
-	}
-	for arows.Next() {
-		a := Alert{State: "raised"}
-		if err := arows.Scan(&a.ID, &a.Table, &a.Kind, &a.Seq, &a.Message, &a.Tamper, &a.Witness, &a.At); err != nil {
-			arows.Close()
-			return err
-		}
+	for _, a := range all {
 		if len(open[a.Table]) < 50 {
 			open[a.Table] = append(open[a.Table], a)
 		}
-	}
-	arows.Close()
-	if err := arows.Err(); err != nil {
-		return err
 	}
 	for _, l := range lines {
 		v.update(l.table, func(tv *TableView) {

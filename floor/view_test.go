@@ -16,9 +16,10 @@ import (
 // TestView: the floor view shows a table's status and active alerts as
 // they arrive, the floor's alerts and what the database witnessed, in the
 // snapshot and, live, in its stream of changes.
-func TestView(t *testing.T) {
+func TestView(t *testing.T) { eachStore(t, testView) }
+
+func testView(t *testing.T, s Store) {
 	ctx := context.Background()
-	s := newStore(t)
 	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
 	c := newChain(t, "BAC-07", 30)
 	c.registry(reg)

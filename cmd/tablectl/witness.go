@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/supervisor"
 )
@@ -43,7 +41,7 @@ flags:
 	host, _ := os.Hostname()
 	fs.StringVar(&cfg.Name, "name", host, "this witness's `name` in logs and alerts")
 	fs.StringVar(&cfg.NATS, "nats", "nats://127.0.0.1:4222", "the floor broker's `URLs`, comma-separated")
-	db := fs.String("db", "", "the floor's PostgreSQL `URL` (postgres://user@host/db)")
+	db := fs.String("db", "", "the floor's database: PostgreSQL's `URL` (postgres://user@host/db), or a SQLite file (one machine: the demo's)")
 	schema := fs.String("schema", "floor", "the floor's `schema` in the database")
 	registry := fs.String("registry", "", "the tables' registry `file`: their checkpoint keys (docs/floor.md)")
 	key := fs.String("key", "", "the witness's supervisor key `file` (tablectl keygen), for resync requests; without it gaps are only alerted")
@@ -86,14 +84,11 @@ func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string,
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	reg := cfg.Registry
-	pool, err := pgxpool.New(ctx, db)
-	if err != nil {
-		return fmt.Errorf("floor database: %w", err)
-	}
-	defer pool.Close()
-	if cfg.Store, err = floor.OpenStore(ctx, pool, schema); err != nil {
+	var err error
+	if cfg.Store, err = floor.Open(ctx, db, schema); err != nil {
 		return err
 	}
+	defer cfg.Store.Close()
 	cfg.Logger = slog.Default()
 	w, err := floor.New(ctx, cfg)
 	if err != nil {

@@ -85,7 +85,7 @@ func TestAuditVerifyWitness(t *testing.T) {
 	}
 	pub, _ := audit.LoadPublicKey(pubFile)
 	reg := &floor.Registry{Tables: map[string]floor.TableEntry{"BAC-07": {Keys: []ed25519.PublicKey{pub}}}}
-	if alerts, err := st.Take(ctx, reg, "test", rows, cps); err != nil || len(alerts) != 0 {
+	if alerts, err := floor.Take(ctx, st, reg, "test", rows, cps); err != nil || len(alerts) != 0 {
 		t.Fatalf("witnessing the honest trail: %v %v", alerts, err)
 	}
 	url := floortest.PostgresURL()

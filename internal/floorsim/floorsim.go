@@ -49,7 +49,11 @@ type Options struct {
 	CoupPace time.Duration
 	Seed     uint64
 	// Postgres is the database URL; Schema the floor's schema in it.
+	// Without it the store is SQLite, Dir/floor.db (the laptop demo).
 	Postgres, Schema string
+	// EmbeddedNATS runs the cluster's nodes in this process
+	// (nats-server as a library) instead of Debian's nats-server binary.
+	EmbeddedNATS bool
 	// Bridge is the text of deploy/mosquitto/bridge.conf, made into each
 	// table's bridge (its id, the cluster's MQTT listeners, no TLS).
 	Bridge string
@@ -76,10 +80,11 @@ type Broker interface {
 
 // Floor is a running floor.
 type Floor struct {
-	o        Options
-	Cluster  *natsserver.Cluster
+	o       Options
+	Cluster *natsserver.Cluster
+	// Pool is the PostgreSQL store's pool (nil with SQLite).
 	Pool     *pgxpool.Pool
-	Store    *floor.Store
+	Store    floor.Store
 	Registry *floor.Registry
 	Tables   []*Table
 	key      ed25519.PrivateKey
@@ -135,13 +140,21 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "nats"), 0o700); err != nil {
 		return nil, err
 	}
-	if f.Cluster, err = natsserver.Start(ctx, filepath.Join(o.Dir, "nats"), o.Nodes); err != nil {
+	start := natsserver.Start
+	if o.EmbeddedNATS {
+		start = natsserver.StartEmbedded
+	}
+	if f.Cluster, err = start(ctx, filepath.Join(o.Dir, "nats"), o.Nodes); err != nil {
 		return nil, err
 	}
-	if f.Pool, err = pgxpool.New(ctx, o.Postgres); err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
-	}
-	if f.Store, err = floor.OpenStore(ctx, f.Pool, o.Schema); err != nil {
+	if o.Postgres != "" {
+		if f.Pool, err = pgxpool.New(ctx, o.Postgres); err != nil {
+			return nil, fmt.Errorf("floor database: %w", err)
+		}
+		if f.Store, err = floor.OpenStore(ctx, f.Pool, o.Schema); err != nil {
+			return nil, err
+		}
+	} else if f.Store, err = floor.OpenSQLiteStore(ctx, filepath.Join(o.Dir, "floor.db")); err != nil {
 		return nil, err
 	}
 	_, f.key, _ = ed25519.GenerateKey(nil)
@@ -259,6 +272,9 @@ func (f *Floor) Close() {
 	}
 	if f.Cluster != nil {
 		f.Cluster.Stop()
+	}
+	if f.Store != nil {
+		f.Store.Close()
 	}
 	if f.Pool != nil {
 		f.Pool.Close()
