@@ -2,8 +2,11 @@ package floor
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/clock"
@@ -81,10 +85,21 @@ func NewView(store Store, reg *Registry, subj Subjects, clk clock.Clock, log *sl
 }
 
 // Run follows the tables' status and alerts on nc and refreshes from the
-// database every poll, until ctx is done.
-func (v *View) Run(ctx context.Context, nc *nats.Conn, poll time.Duration) error {
+// database every poll, until ctx is done. The tables' status and active
+// alerts come from the status stream (statusStream, EnsureStatusStream),
+// its last message of each table first: a view started after a table
+// last said its status shows it at once, not at the table's next change.
+// Without the stream it follows them live only.
+func (v *View) Run(ctx context.Context, nc *nats.Conn, statusStream string, poll time.Duration) error {
 	var subs []*nats.Subscription
-	for _, s := range append(v.subj.Status(), AlertsSubject) {
+	subjects := []string{AlertsSubject}
+	if cc, err := v.followStatus(ctx, nc, statusStream); err != nil {
+		v.log.Warn("floor view: no status stream; the tables' status shows at their next change", "stream", statusStream, "err", err)
+		subjects = append(subjects, v.subj.Status()...)
+	} else {
+		defer cc.Stop()
+	}
+	for _, s := range subjects {
 		sub, err := nc.Subscribe(s, func(m *nats.Msg) { v.take(m.Subject, m.Data) })
 		if err != nil {
 			return fmt.Errorf("floor view: subscribe %s: %w", s, err)
@@ -108,6 +123,22 @@ func (v *View) Run(ctx context.Context, nc *nats.Conn, poll time.Duration) error
 		case <-t.C():
 		}
 	}
+}
+
+// followStatus follows the status stream from each subject's last message.
+func (v *View) followStatus(ctx context.Context, nc *nats.Conn, stream string) (jetstream.ConsumeContext, error) {
+	if stream == "" {
+		return nil, errors.New("none named")
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: v.subj.Status(), DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+	if err != nil {
+		return nil, err
+	}
+	return cons.Consume(func(m jetstream.Msg) { v.take(m.Subject(), m.Data()) })
 }
 
 // take is a message from the floor broker.
@@ -223,6 +254,30 @@ func (v *View) Snapshot() []TableView {
 		return 0
 	})
 	return out
+}
+
+// Login is the floor view's HTTP basic-auth credentials: the floor view
+// shows every table's alerts, so it is not for anyone on the network.
+type Login struct{ User, Password string }
+
+// Guard lets through requests with l's credentials and answers 401 to
+// others. The user and the password are compared in constant time, as
+// hashes, so neither their contents nor their lengths show in the timing
+// (as the pit view's).
+func (l Login) Guard(h http.Handler) http.Handler {
+	wantUser, wantPass := sha256.Sum256([]byte(l.User)), sha256.Sum256([]byte(l.Password))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		gotUser, gotPass := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
+		if !ok || l.User == "" || l.Password == "" ||
+			subtle.ConstantTimeCompare(gotUser[:], wantUser[:])&subtle.ConstantTimeCompare(gotPass[:], wantPass[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="tablectl floor", charset="UTF-8"`)
+			w.Header().Set("Cache-Control", "no-store")
+			http.Error(w, "the floor view needs the floor's credentials", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // ServeHTTP serves the page (/), the snapshot (/floor.json) and the

@@ -23,6 +23,9 @@ import (
 const (
 	DefaultStream   = "TABLECTL"
 	DefaultConsumer = "witness"
+	// DefaultStatusStream keeps each table's last status and active
+	// alerts (one message a subject), for a floor view started late.
+	DefaultStatusStream = "TABLECTL_STATUS"
 	// DefaultBatch: a bigger batch is fewer transactions for the same
 	// rows (the catch-up bench: 2000 about 15,000 rows/s, 5000 about
 	// 16,000 to 19,500, 10000 about 24,000 on this 2-core machine).
@@ -51,11 +54,14 @@ type Config struct {
 	// consumer every witness shares; Replicas is the stream's (3 on a
 	// 3-node cluster; created when the stream is missing).
 	Stream, Consumer string
-	Replicas         int
-	MaxAge           time.Duration
-	Subjects         Subjects
-	Store            Store
-	Registry         *Registry
+	// StatusStream keeps each table's last status and active alerts
+	// (created when missing); the floor view reads it.
+	StatusStream string
+	Replicas     int
+	MaxAge       time.Duration
+	Subjects     Subjects
+	Store        Store
+	Registry     *Registry
 	// Key signs the resync requests for gaps as KeyName, a name in every
 	// table's keyring allowed to send resync. Without a key, gaps are
 	// alerted and not asked for.
@@ -80,6 +86,9 @@ func (c *Config) defaults() {
 	}
 	if c.Consumer == "" {
 		c.Consumer = DefaultConsumer
+	}
+	if c.StatusStream == "" {
+		c.StatusStream = DefaultStatusStream
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
@@ -179,6 +188,27 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 	return s, nil
 }
 
+// EnsureStatusStream creates the stream that keeps each table's last
+// status and active alerts, if it is missing, and returns it. The tables
+// publish both retained; NATS keeps MQTT's retained messages for MQTT
+// subscribers only, so the floor keeps its own last value of each.
+func EnsureStatusStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int) (jetstream.Stream, error) {
+	cfg := jetstream.StreamConfig{Name: name, Subjects: subjects.Status(), Replicas: replicas, Storage: jetstream.FileStorage,
+		Retention: jetstream.LimitsPolicy, MaxMsgsPerSubject: 1, MaxMsgSize: MaxMessageBytes, Discard: jetstream.DiscardOld}
+	var err error
+	for try := 0; try < 30; try++ {
+		var s jetstream.Stream
+		if s, err = js.CreateOrUpdateStream(ctx, cfg); err == nil {
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	return nil, fmt.Errorf("status stream %s: %w", name, err)
+}
+
 // New connects to the floor broker, makes sure of the stream and the
 // shared consumer, and returns the witness, ready to Run.
 func New(ctx context.Context, cfg Config) (*Witness, error) {
@@ -209,6 +239,10 @@ func New(ctx context.Context, cfg Config) (*Witness, error) {
 		nc.Close()
 		return nil, fmt.Errorf("witness: %w", err)
 	}
+	if _, err := EnsureStatusStream(ctx, js, cfg.StatusStream, cfg.Subjects, cfg.Replicas); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("witness: %w", err)
+	}
 	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: cfg.Consumer, AckPolicy: jetstream.AckExplicitPolicy,
 		DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: 10 * time.Second, MaxAckPending: 4 * cfg.Batch * 4, MaxRequestBatch: cfg.Batch})
 	if err != nil {
@@ -223,6 +257,9 @@ func (w *Witness) Close() { w.nc.Close() }
 
 // Conn is the witness's connection to the floor broker.
 func (w *Witness) Conn() *nats.Conn { return w.nc }
+
+// StatusStream is the stream of the tables' last status (View.Run).
+func (w *Witness) StatusStream() string { return w.cfg.StatusStream }
 
 // Run takes batches from the stream and commits them, and scans for gaps
 // and silence every second, until ctx is done.

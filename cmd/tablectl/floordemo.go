@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,8 +88,14 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	if err != nil {
 		return fmt.Errorf("floor view: %w", err)
 	}
-	srv := &http.Server{Handler: v, ReadHeaderTimeout: 10 * time.Second}
-	go v.Run(ctx, nc, 2*time.Second)
+	// The floor view's login, made for this run as the pit view's is.
+	login := floor.Login{User: "floor", Password: strings.ToLower(rand.Text()[:16])}
+	passFile := filepath.Join(dir, "floor-view.password")
+	if err := os.WriteFile(passFile, []byte(login.Password+"\n"), 0o600); err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: login.Guard(v), ReadHeaderTimeout: 10 * time.Second}
+	go v.Run(ctx, nc, floor.DefaultStatusStream, 2*time.Second)
 	go srv.Serve(ln)
 	defer srv.Close()
 	first := f.Tables[0]
@@ -97,7 +105,7 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	}
 	fmt.Fprintf(stdout, `tablectl demo: a floor of %d simulated tables (%s ... %s) on this machine.
 
-  floor view       http://%s/
+  floor view       http://%s/   (user %s, password %s, in %s)
   floor broker     %s   (NATS, JetStream; MQTT on %s ...)
   floor alerts     floor/alerts on the broker's MQTT listener
   witnessed rows   %s (tables rows, checkpoints, alerts, forks)
@@ -106,7 +114,7 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
                    tablectl audit verify --db %s --pubkey %s --witness %s
 
 Ctrl-C stops it.
-`, len(f.Tables), first.ID, f.Tables[len(f.Tables)-1].ID, ln.Addr(), f.Cluster.URLs(), f.Cluster.Nodes[0].MQTTAddr(),
+`, len(f.Tables), first.ID, f.Tables[len(f.Tables)-1].ID, ln.Addr(), login.User, login.Password, passFile, f.Cluster.URLs(), f.Cluster.Nodes[0].MQTTAddr(),
 		store, dir, first.Trail, first.PubKey, verify)
 	<-ctx.Done()
 	return nil

@@ -59,11 +59,15 @@ func TestFloorDemo(t *testing.T) {
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- floorDemo(ctx, fl, o, out) }()
-	var url string
+	var url, user, password string
 	deadline := time.Now().Add(60 * time.Second)
 	for url == "" {
+		// floor view       http://ADDR/   (user U, password P, in FILE)
 		if i := strings.Index(out.String(), "floor view       http://"); i >= 0 {
-			url = strings.Fields(out.String()[i+len("floor view       "):])[0]
+			f := strings.Fields(strings.NewReplacer("(", " ", ",", " ").Replace(strings.SplitN(out.String()[i+len("floor view       "):], "\n", 2)[0]))
+			if len(f) >= 5 && f[1] == "user" && f[3] == "password" {
+				url, user, password = f[0], f[2], f[4]
+			}
 		}
 		select {
 		case err := <-done:
@@ -74,8 +78,25 @@ func TestFloorDemo(t *testing.T) {
 			t.Fatalf("no floor view after 60s:\n%s", out.String())
 		}
 	}
+	// Without the login, or with another password: 401.
+	for _, pw := range []string{"", password + "x"} {
+		req, _ := http.NewRequest("GET", url+"floor.json", nil)
+		if pw != "" {
+			req.SetBasicAuth(user, pw)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("floor.json with password %q: %s, want 401", pw, resp.Status)
+		}
+	}
 	for {
-		resp, err := http.Get(url + "floor.json")
+		req, _ := http.NewRequest("GET", url+"floor.json", nil)
+		req.SetBasicAuth(user, password)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
