@@ -158,7 +158,12 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 	var err error
 	for try := 0; try < 30; try++ {
 		var s jetstream.Stream
-		if s, err = ensureStream(ctx, js, name, subjects, replicas, maxAge); err == nil {
+		// Each try bounded: a request sent before the cluster has a
+		// JetStream leader gets no answer, and would wait out ctx.
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err = ensureStream(tctx, js, name, subjects, replicas, maxAge)
+		cancel()
+		if err == nil {
 			return s, nil
 		}
 		if ctx.Err() != nil {
@@ -197,8 +202,10 @@ func EnsureStatusStream(ctx context.Context, js jetstream.JetStream, name string
 		Retention: jetstream.LimitsPolicy, MaxMsgsPerSubject: 1, MaxMsgSize: MaxMessageBytes, Discard: jetstream.DiscardOld}
 	var err error
 	for try := 0; try < 30; try++ {
-		var s jetstream.Stream
-		if s, err = js.CreateOrUpdateStream(ctx, cfg); err == nil {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err := js.CreateOrUpdateStream(tctx, cfg)
+		cancel()
+		if err == nil {
 			return s, nil
 		}
 		if ctx.Err() != nil {
