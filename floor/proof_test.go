@@ -60,15 +60,17 @@ var (
 // TestFloorProof is the floor's proof (issue 17): a 3-node NATS cluster on
 // loopback, -floor.tables tables (controller process, simulated shoe at 10
 // times a dealer's pace, Mosquitto bridged as deploy/mosquitto says), two
-// witnesses into PostgreSQL. While the tables deal: one NATS node is
-// killed, a witness is down for a "minute", one table's bridge is cut for
-// a "minute", one controller is killed -9 and started again, and one box's
-// trail is rewritten (cut back and dealt on, signed with the box's own
-// key). At the end PostgreSQL holds every row of every honest table
-// exactly once, hash for hash as in the table's own trail; the rewritten
-// table is flagged (fork, broken link or checkpoint backwards) and no
-// other table is; the rewritten trail fails VerifyTrail against the
-// witness and every other passes.
+// witnesses into PostgreSQL, one of them a `tablectl witness` process.
+// While the tables deal: one NATS node is killed, the witness process is
+// killed with SIGKILL and started again a "minute" later, one table's
+// bridge is cut for a "minute" (what it queued must reach the floor: no
+// gap within the cut), one controller is killed -9 and started again, and
+// one box's trail is rewritten (cut back and dealt on, signed with the
+// box's own key). At the end PostgreSQL holds every row of every honest
+// table exactly once, hash for hash as in the table's own trail; the
+// rewritten table is flagged (fork, broken link or checkpoint backwards)
+// and no other table is; the rewritten trail fails VerifyTrail against
+// the witness and every other passes.
 func TestFloorProof(t *testing.T) {
 	testenv.Long(t, "the floor proof (NATS cluster, 20 tables, PostgreSQL; minutes)")
 	pool, schema := floortest.Postgres(t)

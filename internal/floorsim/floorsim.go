@@ -2,9 +2,11 @@
 // (internal/natsserver), N tables (a simulated shoe on a pseudo-terminal,
 // a controller process, a Mosquitto bridged to the cluster as
 // deploy/mosquitto/bridge.conf says), two or more witnesses (package
-// floor) storing into PostgreSQL. It plays the faults of the floor's proof
-// (a node killed, a witness down, a bridge cut, a controller killed -9, a
-// trail rewritten and re-signed on its box) for the floor's test and bench.
+// floor, in this process or as tablectl witness processes) storing into
+// PostgreSQL or SQLite. It plays the faults of the floor's proof (a node
+// killed, a witness process killed -9, a bridge cut, a controller killed
+// -9, a trail rewritten and re-signed on its box) for the floor's test
+// and bench, and is the laptop demo's floor.
 package floorsim
 
 import (
