@@ -168,6 +168,14 @@ func verifyAgainstWitness(db, url, schema string) (*floor.TrailReport, error) {
 		return nil, err
 	}
 	defer r.Close()
+	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+		// A SQLite witness must be there: opening a path that is not
+		// would make an empty one, against which every row is merely
+		// "never witnessed".
+		if _, err := os.Stat(strings.TrimPrefix(url, "sqlite:")); err != nil {
+			return nil, fmt.Errorf("witness: %w", err)
+		}
+	}
 	st, err := floor.Open(ctx, url, schema)
 	if err != nil {
 		return nil, fmt.Errorf("witness: %w", err)

@@ -149,6 +149,11 @@ func TestFloorDemo(t *testing.T) {
 		t.Fatalf("no comparison with the witness:\n%s", rep.String())
 	}
 	t.Logf("%s", rep.String())
+	// A witness file that is not there is an error, not an empty witness.
+	line[len(line)-1] += ".missing"
+	if err := runAudit(line[2:], &rep); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("verify against a missing witness file: %v", err)
+	}
 }
 
 type lockedBuffer struct {
