@@ -233,3 +233,19 @@ func TestWitnessCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWitnessViewNeedsLogin: `tablectl witness --http` without the floor
+// view's password is refused before anything starts: the floor view is
+// not served to anyone who asks.
+func TestWitnessViewNeedsLogin(t *testing.T) {
+	var out bytes.Buffer
+	err := runWitness([]string{"--db", filepath.Join(t.TempDir(), "floor.db"), "--registry", "none.json", "--http", "127.0.0.1:0"}, &out)
+	if !errors.Is(err, errUsage) {
+		t.Fatalf("--http without --http-password-file: %v, want a usage error", err)
+	}
+	err = runWitness([]string{"--db", filepath.Join(t.TempDir(), "floor.db"), "--registry", "none.json", "--http", "127.0.0.1:0",
+		"--http-password-file", filepath.Join(t.TempDir(), "missing")}, &out)
+	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--http-password-file") {
+		t.Fatalf("--http-password-file missing: %v", err)
+	}
+}
