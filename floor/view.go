@@ -134,11 +134,21 @@ func (v *View) followStatus(ctx context.Context, nc *nats.Conn, stream string) (
 	if err != nil {
 		return nil, err
 	}
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: v.subj.Status(), DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
-	if err != nil {
-		return nil, err
+	// A cluster that has just started or lost a node answers once it has
+	// a JetStream leader: try for a while, each try bounded.
+	for try := 0; ; try++ {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cons, err := js.OrderedConsumer(tctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: v.subj.Status(), DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+		var cc jetstream.ConsumeContext
+		if err == nil {
+			cc, err = cons.Consume(func(m jetstream.Msg) { v.take(m.Subject(), m.Data()) })
+		}
+		cancel()
+		if err == nil || try == 5 || ctx.Err() != nil {
+			return cc, err
+		}
+		clock.Sleep(ctx, v.clk, time.Second)
 	}
-	return cons.Consume(func(m jetstream.Msg) { v.take(m.Subject(), m.Data()) })
 }
 
 // take is a message from the floor broker.
