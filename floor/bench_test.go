@@ -195,8 +195,14 @@ func BenchmarkAlertToFloorView(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer nc.Close()
+	// The view follows the tables' alerts through the status stream, as
+	// it does on a floor (a witness makes the stream).
+	js, _ := jetstream.New(nc)
+	if _, err := EnsureStatusStream(ctx, js, DefaultStatusStream, Subjects{}, 3); err != nil {
+		b.Fatal(err)
+	}
 	v := NewView(store, nil, Subjects{}, nil, quietLog())
-	go v.Run(ctx, nc, time.Second)
+	go v.Run(ctx, nc, DefaultStatusStream, time.Second)
 	srv := httptest.NewServer(v)
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/floor/events")

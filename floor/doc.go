@@ -23,7 +23,7 @@
 //     heartbeat, and for a gap, for which it asks the table to resync over
 //     the signed command path.
 //
-// Nothing is acknowledged to JetStream before it is committed in
-// PostgreSQL, so a witness killed at any moment loses nothing: what it had
+// Nothing is acknowledged to JetStream before it is committed in the
+// store, so a witness killed at any moment loses nothing: what it had
 // not committed is delivered again, to it or another witness.
 package floor

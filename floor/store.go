@@ -2,15 +2,10 @@ package floor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablectl/tablectl/audit"
 )
@@ -57,113 +52,60 @@ type Alert struct {
 	key string
 }
 
-// Store is the floor's PostgreSQL database: one schema holding every
-// witnessed row, fork, checkpoint, alert and each table's head.
-type Store struct {
-	pool   *pgxpool.Pool
-	schema string // quoted
-	name   string // unquoted
+// Store is the floor's database: every witnessed row, fork, checkpoint,
+// alert and each table's line. PostgreSQL (OpenStore) is the floor's: two
+// or more witnesses on several machines share it. SQLite (OpenSQLiteStore)
+// is the laptop demo's, one process, nothing to install. The judging is
+// the same code for both (judge); a store reads and writes.
+type Store interface {
+	// apply stores one batch in one transaction and returns the alerts it
+	// raised and resolved (to publish once committed). Every table of
+	// the batch is locked for the transaction, so two witnesses never
+	// judge one table's rows at once.
+	apply(ctx context.Context, items []item, reg *Registry, witness string, now time.Time) ([]Alert, error)
+	// lines is every table's line (the gap and silence scan).
+	lines(ctx context.Context) ([]tableLine, error)
+	// claimResync marks table's gap asked for now, unless another witness
+	// asked since before, and returns the first missing seq and the first
+	// seq witnessed above it (or max+1).
+	claimResync(ctx context.Context, table string, now, before time.Time) (from, upTo int64, ok bool, err error)
+	// markSilent marks table silent if it was last seen at seen and is not
+	// already.
+	markSilent(ctx context.Context, table string, seen time.Time) (bool, error)
+	// raise stores a, unless the same alert (table, kind, key) is stored;
+	// it returns a with its id, and whether it was stored.
+	raise(ctx context.Context, a Alert) (Alert, bool, error)
+	// resolve resolves table's unresolved alerts of kind.
+	resolve(ctx context.Context, table, kind string, now time.Time) ([]Alert, error)
+	// viewLines is every table as the floor view shows it, coups counted
+	// since since; openAlerts every unresolved alert.
+	viewLines(ctx context.Context, since time.Time) ([]viewLine, error)
+	openAlerts(ctx context.Context) ([]Alert, error)
+	// witnessed calls f with each witnessed row of table, in seq order.
+	witnessed(ctx context.Context, table string, f func(seq int64, hash audit.Hash) error) error
+	// forkedSeqs counts table's seqs seen with two hashes; tamperAlerts
+	// are its tamper alerts, oldest first.
+	forkedSeqs(ctx context.Context, table string) (int64, error)
+	tamperAlerts(ctx context.Context, table string) ([]Alert, error)
+	// Close closes what the store opened itself.
+	Close()
 }
 
-// OpenStore uses pool and the schema name (created when missing, with its
-// tables: docs/floor.md).
-func OpenStore(ctx context.Context, pool *pgxpool.Pool, schema string) (*Store, error) {
-	if schema == "" {
-		schema = "floor"
-	}
-	s := &Store{pool: pool, schema: pgx.Identifier{schema}.Sanitize(), name: schema}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
-	}
-	defer conn.Release()
-	// Two witnesses starting together would race on CREATE ... IF NOT
-	// EXISTS (it is not atomic in PostgreSQL); one at a time.
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, "tablectl-floor-schema/"+schema); err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, "tablectl-floor-schema/"+schema)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+s.schema+";"+s.sql(schemaSQL)); err != nil {
-		return nil, fmt.Errorf("floor database: create schema %s: %w", schema, err)
-	}
-	return s, nil
+// tableLine is a table's line as the gap and silence scan reads it.
+type tableLine struct {
+	table             string
+	contig, max       int64
+	hole, seen, asked *time.Time
+	silent            bool
 }
 
-// schemaSQL is the floor's schema; "S." is the schema's name.
-const schemaSQL = `
-CREATE TABLE IF NOT EXISTS S.tables (
-	table_id     text PRIMARY KEY,
-	contig       bigint NOT NULL DEFAULT 0,   -- rows 1..contig are all witnessed
-	max_seq      bigint NOT NULL DEFAULT 0,
-	last_seen    timestamptz,                 -- when the floor last had a row or checkpoint
-	hole_since   timestamptz,                 -- since when contig < max_seq
-	resync_asked timestamptz,
-	silent       boolean NOT NULL DEFAULT false,
-	cp_seq       bigint NOT NULL DEFAULT 0,   -- the latest checkpoint witnessed
-	cp_signed_at timestamptz
-);
-CREATE TABLE IF NOT EXISTS S.rows (
-	table_id     text NOT NULL,
-	seq          bigint NOT NULL,
-	at           text NOT NULL,
-	kind         text NOT NULL,
-	shoe         bigint NOT NULL,
-	coup         bigint NOT NULL,
-	body         bytea NOT NULL,
-	prev_hash    bytea NOT NULL,
-	hash         bytea NOT NULL,
-	witnessed_at timestamptz NOT NULL DEFAULT now(),
-	PRIMARY KEY (table_id, seq)
-);
-CREATE TABLE IF NOT EXISTS S.forks (
-	table_id     text NOT NULL,
-	seq          bigint NOT NULL,
-	at           text NOT NULL,
-	kind         text NOT NULL,
-	shoe         bigint NOT NULL,
-	coup         bigint NOT NULL,
-	body         bytea NOT NULL,
-	prev_hash    bytea NOT NULL,
-	hash         bytea NOT NULL,
-	witnessed_at timestamptz NOT NULL DEFAULT now(),
-	PRIMARY KEY (table_id, seq, hash)
-);
-CREATE TABLE IF NOT EXISTS S.checkpoints (
-	table_id     text NOT NULL,
-	seq          bigint NOT NULL,
-	head_hash    bytea NOT NULL,
-	signed_at    text NOT NULL,
-	signed_ns    bigint NOT NULL,
-	key_id       text NOT NULL,
-	signature    bytea NOT NULL,
-	verified     boolean NOT NULL,
-	witnessed_at timestamptz NOT NULL DEFAULT now(),
-	PRIMARY KEY (table_id, seq, head_hash, signed_ns)
-);
-CREATE INDEX IF NOT EXISTS checkpoints_by_time ON S.checkpoints (table_id, signed_ns);
-CREATE TABLE IF NOT EXISTS S.alerts (
-	id          bigserial PRIMARY KEY,
-	table_id    text NOT NULL,
-	kind        text NOT NULL,
-	key         text NOT NULL,
-	seq         bigint NOT NULL,
-	message     text NOT NULL,
-	tamper      boolean NOT NULL,
-	witness     text NOT NULL,
-	raised_at   timestamptz NOT NULL DEFAULT now(),
-	resolved_at timestamptz,
-	UNIQUE (table_id, kind, key)
-);
-`
-
-// Pool is the store's connection pool.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
-// Schema is the store's schema name, quoted for SQL.
-func (s *Store) Schema() string { return s.schema }
-
-// sql replaces "S." in q with the schema.
-func (s *Store) sql(q string) string { return strings.ReplaceAll(q, "S.", s.schema+".") }
+// viewLine is a table's line as the floor view reads it.
+type viewLine struct {
+	table       string
+	contig, max int64
+	seen, cp    *time.Time
+	coups       int64
+}
 
 // item is one message of a batch: a row or a checkpoint of a table.
 type item struct {
@@ -202,11 +144,46 @@ type cpRef struct {
 	ns   int64
 }
 
-// apply stores one batch in one transaction and returns the alerts it
-// raised and resolved (to publish once committed). Every table of the
-// batch is locked for the transaction, in name order, so two witnesses
-// never judge one table's rows at once and never deadlock.
-func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness string, now time.Time) ([]Alert, error) {
+// tableRead is what a store read of a table, under its lock, before
+// judging a batch's rows and checkpoints of it.
+type tableRead struct {
+	st tableState
+	// rows are the witnessed rows at, before and after the batch's seqs.
+	rows map[int64]neighbour
+	// forkAt are the seqs (of those) with a fork kept.
+	forkAt map[int64]bool
+	// cpsAt are the checkpoints witnessed at the batch's seqs; cpsAside
+	// those signed just before and just after each of the batch's
+	// checkpoints.
+	cpsAt    map[int64][]cpRef
+	cpsAside []cpRef
+}
+
+func newTableRead() tableRead {
+	return tableRead{rows: map[int64]neighbour{}, cpsAt: map[int64][]cpRef{}, forkAt: map[int64]bool{}}
+}
+
+// tableWrite is what a store writes of a table once a batch is judged.
+type tableWrite struct {
+	table          string
+	ins, forks     []*Row
+	insCP          []*audit.Checkpoint
+	verified       []bool
+	contig, maxSeq int64
+	seenAt         time.Time
+	holeSince      *time.Time
+	cpSeq          int64
+	cpSignedAt     *time.Time
+	// rescan: a hole was filled below rows witnessed earlier; the store
+	// walks contig up to the next hole.
+	rescan bool
+	// resolveSilent: the table spoke again after it was found silent.
+	resolveSilent bool
+}
+
+// batchTables groups a batch's items by table, the tables in name order
+// (the order their locks are taken in, so two witnesses never deadlock).
+func batchTables(items []item) ([]string, map[string][]item) {
 	byTable := map[string][]item{}
 	for _, it := range items {
 		byTable[it.table] = append(byTable[it.table], it)
@@ -216,132 +193,24 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 		tables = append(tables, t)
 	}
 	slices.Sort(tables)
+	return tables, byTable
+}
 
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("floor database: begin: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-
-	// Read: each table's lock, line, the rows around the batch's rows and
-	// the checkpoints around the batch's checkpoints, in one round trip.
-	rd := &pgx.Batch{}
-	for _, t := range tables {
-		rd.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.name+"/"+t)
-		rd.Queue(s.sql(`SELECT contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM S.tables WHERE table_id = $1`), t)
-		var seqs, cpSeqs, cpNs []int64
-		for _, it := range byTable[t] {
-			if it.row != nil {
-				seqs = append(seqs, it.row.Seq-1, it.row.Seq, it.row.Seq+1)
-				cpSeqs = append(cpSeqs, it.row.Seq)
-			}
-			if it.cp != nil {
-				seqs = append(seqs, it.cp.Seq)
-				cpSeqs = append(cpSeqs, it.cp.Seq)
-				cpNs = append(cpNs, it.cp.SignedAt.UnixNano())
-			}
-		}
-		rd.Queue(s.sql(`SELECT seq, prev_hash, hash FROM S.rows WHERE table_id = $1 AND seq = ANY($2)`), t, seqs)
-		rd.Queue(s.sql(`SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = $1 AND seq = ANY($2)`), t, cpSeqs)
-		rd.Queue(s.sql(`SELECT DISTINCT seq FROM S.forks WHERE table_id = $1 AND seq = ANY($2)`), t, seqs)
-		rd.Queue(s.sql(`SELECT p.seq, p.head_hash, p.signed_ns FROM unnest($2::bigint[]) AS t(ns),
-			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns < t.ns ORDER BY signed_ns DESC LIMIT 1) p
-			UNION
-			SELECT n.seq, n.head_hash, n.signed_ns FROM unnest($2::bigint[]) AS t(ns),
-			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns > t.ns ORDER BY signed_ns LIMIT 1) n`), t, cpNs)
-	}
-	type read struct {
-		st       tableState
-		rows     map[int64]neighbour
-		forkAt   map[int64]bool
-		cpsAt    map[int64][]cpRef
-		cpsAside []cpRef
-	}
-	reads := make([]read, len(tables))
-	br := tx.SendBatch(ctx, rd)
-	for i := range tables {
-		r := &reads[i]
-		r.rows, r.cpsAt, r.forkAt = map[int64]neighbour{}, map[int64][]cpRef{}, map[int64]bool{}
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return nil, fmt.Errorf("floor database: lock %s: %w", tables[i], err)
-		}
-		err := br.QueryRow().Scan(&r.st.contig, &r.st.max, &r.st.silent, &r.st.cpSeq, &r.st.cpSignedAt, &r.st.holeSince, &r.st.lastSeen, &r.st.resyncAsked)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			br.Close()
-			return nil, fmt.Errorf("floor database: table %s: %w", tables[i], err)
-		default:
-			r.st.known = true
-		}
-		rows, err := br.Query()
-		if err != nil {
-			br.Close()
-			return nil, fmt.Errorf("floor database: rows of %s: %w", tables[i], err)
-		}
-		for rows.Next() {
-			var seq int64
-			var prev, hash []byte
-			if err := rows.Scan(&seq, &prev, &hash); err != nil {
-				rows.Close()
-				br.Close()
-				return nil, fmt.Errorf("floor database: rows of %s: %w", tables[i], err)
-			}
-			r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
-		}
-		rows.Close()
-		for q := 0; q < 3; q++ {
-			rows, err := br.Query()
-			if err != nil {
-				br.Close()
-				return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
-			}
-			for q == 1 && rows.Next() {
-				var seq int64
-				if err := rows.Scan(&seq); err != nil {
-					rows.Close()
-					br.Close()
-					return nil, fmt.Errorf("floor database: forks of %s: %w", tables[i], err)
-				}
-				r.forkAt[seq] = true
-			}
-			for rows.Next() {
-				var c cpRef
-				var head []byte
-				if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
-					rows.Close()
-					br.Close()
-					return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
-				}
-				c.head = toHash(head)
-				if q == 0 {
-					r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
-				} else {
-					r.cpsAside = append(r.cpsAside, c)
-				}
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				br.Close()
-				return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
-			}
-		}
-	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("floor database: read: %w", err)
-	}
-
-	// Judge, in memory, then write in one round trip.
-	wr := &pgx.Batch{}
+// judge decides, in memory and the same for every store, what a batch
+// does to each table given what was read of it: the rows and checkpoints
+// to store, the forks to keep aside, the table's new line and the alerts
+// raised.
+func judge(tables []string, byTable map[string][]item, reads []tableRead, reg *Registry, witness string, now time.Time) ([]tableWrite, []Alert) {
 	var alerts []Alert
 	raise := func(table, kind, key string, seq int64, msg string) {
 		alerts = append(alerts, Alert{State: "raised", Table: table, Kind: kind, Seq: seq, Message: msg, Tamper: Tamper(kind), Witness: witness, At: now, key: key})
 	}
-	var resolveSilent []string
+	out := make([]tableWrite, len(tables))
 	for i, t := range tables {
 		r := &reads[i]
 		st := r.st
+		w := &out[i]
+		w.table = t
 		if _, ok := reg.Tables[t]; !ok && !st.known {
 			raise(t, AlertUnregistered, "", 0, fmt.Sprintf("table %s is not in the floor's registry: its checkpoints cannot be checked", t))
 		}
@@ -463,33 +332,11 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 			}
 		}
 
-		// Writes.
-		if len(ins) > 0 {
-			n := len(ins)
-			seq, at, kind, shoe, cp, body, prev, hash := make([]int64, n), make([]string, n), make([]string, n), make([]int64, n), make([]int64, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
-			for k, row := range ins {
-				seq[k], at[k], kind[k], shoe[k], cp[k], body[k] = row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body
-				prev[k], hash[k] = row.PrevHash[:], row.Hash[:]
+		w.ins, w.forks, w.insCP, w.verified = ins, forks, insCP, verified
+		for k, c := range insCP {
+			if verified[k] && c.Seq >= st.cpSeq {
+				st.cpSeq, st.cpSignedAt = c.Seq, &c.SignedAt
 			}
-			wr.Queue(s.sql(`INSERT INTO S.rows (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at)
-				SELECT $1, * , $10 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bytea[], $8::bytea[], $9::bytea[])`),
-				t, seq, at, kind, shoe, cp, body, prev, hash, now)
-		}
-		for _, row := range forks {
-			wr.Queue(s.sql(`INSERT INTO S.forks (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`),
-				t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], now)
-		}
-		if n := len(insCP); n > 0 {
-			seq, head, at, ns, kid, sig := make([]int64, n), make([][]byte, n), make([]string, n), make([]int64, n), make([]string, n), make([][]byte, n)
-			for k, c := range insCP {
-				seq[k], head[k], at[k], ns[k], kid[k], sig[k] = c.Seq, c.HeadHash[:], c.SignedAt.UTC().Format(time.RFC3339Nano), c.SignedAt.UnixNano(), c.KeyID, c.Signature
-				if verified[k] && c.Seq >= st.cpSeq {
-					st.cpSeq, st.cpSignedAt = c.Seq, &c.SignedAt
-				}
-			}
-			wr.Queue(s.sql(`INSERT INTO S.checkpoints (table_id, seq, head_hash, signed_at, signed_ns, key_id, signature, verified, witnessed_at)
-				SELECT $1, *, $9 FROM unnest($2::bigint[], $3::bytea[], $4::text[], $5::bigint[], $6::text[], $7::bytea[], $8::boolean[]) ON CONFLICT DO NOTHING`),
-				t, seq, head, at, ns, kid, sig, verified, now)
 		}
 		seenAt := time.Time{}
 		for _, it := range byTable[t] {
@@ -520,88 +367,18 @@ func (s *Store) apply(ctx context.Context, items []item, reg *Registry, witness 
 			contig++
 		}
 		rescan := contig < maxSeq && contig > st.contig && st.max > st.contig
-		var holeSince any = st.holeSince
+		holeSince := st.holeSince
 		if contig >= maxSeq {
 			holeSince = nil
 		} else if st.holeSince == nil {
-			holeSince = now
+			holeSince = &now
 		}
-		wr.Queue(s.sql(`INSERT INTO S.tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES ($1,$2,$3,$4,$5,false,$6,$7)
-			ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq, last_seen = GREATEST(S.tables.last_seen, excluded.last_seen),
-			hole_since = excluded.hole_since, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at,
-			silent = S.tables.silent AND excluded.last_seen <= S.tables.last_seen`),
-			t, contig, maxSeq, seenAt, holeSince, st.cpSeq, st.cpSignedAt)
-		if rescan {
-			// A hole was filled below rows witnessed earlier: walk up to the
-			// next hole.
-			wr.Queue(s.sql(`UPDATE S.tables SET contig = coalesce((SELECT min(r.seq) FROM S.rows r WHERE r.table_id = $1 AND r.seq >= $2
-				AND NOT EXISTS (SELECT 1 FROM S.rows n WHERE n.table_id = $1 AND n.seq = r.seq + 1)), contig),
-				hole_since = CASE WHEN max_seq <= coalesce((SELECT min(r.seq) FROM S.rows r WHERE r.table_id = $1 AND r.seq >= $2
-				AND NOT EXISTS (SELECT 1 FROM S.rows n WHERE n.table_id = $1 AND n.seq = r.seq + 1)), contig) THEN NULL ELSE hole_since END
-				WHERE table_id = $1`), t, contig)
-		}
+		w.contig, w.maxSeq, w.seenAt, w.holeSince, w.cpSeq, w.cpSignedAt, w.rescan = contig, maxSeq, seenAt, holeSince, st.cpSeq, st.cpSignedAt, rescan
 		// A message stored before the silence (a redelivery) does not end
 		// it; one the table sent since does.
-		if st.silent && (st.lastSeen == nil || seenAt.After(*st.lastSeen)) {
-			resolveSilent = append(resolveSilent, t)
-		}
+		w.resolveSilent = st.silent && (st.lastSeen == nil || seenAt.After(*st.lastSeen))
 	}
-	// Alerts: stored once (the key makes a second witness's copy of the
-	// same alert a no-op), published by whoever stored it.
-	nAlerts := len(alerts)
-	for _, a := range alerts {
-		wr.Queue(s.sql(`INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
-			ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`), a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At)
-	}
-	for _, t := range resolveSilent {
-		wr.Queue(s.sql(`UPDATE S.alerts SET resolved_at = $2 WHERE table_id = $1 AND kind = 'silent' AND resolved_at IS NULL RETURNING id, seq, message`), t, now)
-	}
-	bw := tx.SendBatch(ctx, wr)
-	for k := 0; k < wr.Len()-nAlerts-len(resolveSilent); k++ {
-		if _, err := bw.Exec(); err != nil {
-			bw.Close()
-			return nil, fmt.Errorf("floor database: write: %w", err)
-		}
-	}
-	var out []Alert
-	for k := range nAlerts {
-		var id int64
-		err := bw.QueryRow().Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // stored already
-		}
-		if err != nil {
-			bw.Close()
-			return nil, fmt.Errorf("floor database: alert: %w", err)
-		}
-		a := alerts[k]
-		a.ID = id
-		out = append(out, a)
-	}
-	for _, t := range resolveSilent {
-		rows, err := bw.Query()
-		if err != nil {
-			bw.Close()
-			return nil, fmt.Errorf("floor database: resolve: %w", err)
-		}
-		for rows.Next() {
-			a := Alert{State: "resolved", Table: t, Kind: AlertSilent, Witness: witness, At: now}
-			if err := rows.Scan(&a.ID, &a.Seq, &a.Message); err != nil {
-				rows.Close()
-				bw.Close()
-				return nil, fmt.Errorf("floor database: resolve: %w", err)
-			}
-			out = append(out, a)
-		}
-		rows.Close()
-	}
-	if err := bw.Close(); err != nil {
-		return nil, fmt.Errorf("floor database: write: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("floor database: commit: %w", err)
-	}
-	return out, nil
+	return out, alerts
 }
 
 // cpSig is c's signature check: the one done before the transaction, or
@@ -641,7 +418,7 @@ func short(h audit.Hash) string { return h.String()[:16] }
 // Take stores rows and checkpoints of tables that did not come from the
 // stream (an `audit export` file taken off a box, a test), judged as the
 // witness judges the stream's, and returns the alerts raised.
-func (s *Store) Take(ctx context.Context, reg *Registry, witness string, rows []Row, cps []audit.Checkpoint) ([]Alert, error) {
+func Take(ctx context.Context, s Store, reg *Registry, witness string, rows []Row, cps []audit.Checkpoint) ([]Alert, error) {
 	items := make([]item, 0, len(rows)+len(cps))
 	for i := range rows {
 		if err := checkTable(rows[i].Table); err != nil {

@@ -3,14 +3,19 @@ package floor
 import (
 	"context"
 	"crypto/ed25519"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/floortest"
 )
 
@@ -77,34 +82,86 @@ func rowItems(rows []Row) []item {
 
 func cpItem(cp audit.Checkpoint) item { return item{table: cp.Table, cp: &cp} }
 
-func newStore(t *testing.T) *Store {
-	pool, schema := floortest.Postgres(t)
-	s, err := OpenStore(context.Background(), pool, schema)
-	if err != nil {
-		t.Fatal(err)
+// storeKinds are the floor's stores: every store test runs on each, so
+// the laptop's SQLite is held to what the floor's PostgreSQL is.
+var storeKinds = []struct {
+	name string
+	open func(t *testing.T) Store
+}{
+	{"postgres", func(t *testing.T) Store {
+		pool, schema := floortest.Postgres(t)
+		s, err := OpenStore(context.Background(), pool, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+	{"sqlite", func(t *testing.T) Store {
+		s, err := OpenSQLiteStore(context.Background(), filepath.Join(t.TempDir(), "floor.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}},
+}
+
+// eachStore runs f on each store.
+func eachStore(t *testing.T, f func(t *testing.T, s Store)) {
+	for _, k := range storeKinds {
+		t.Run(k.name, func(t *testing.T) { f(t, k.open(t)) })
 	}
-	return s
+}
+
+// newStore is the PostgreSQL store (the floor's), for the tests of what
+// is not the store's.
+func newStore(t *testing.T) Store { return storeKinds[0].open(t) }
+
+// scanAll runs q (PostgreSQL's words, "S." the schema, $n the
+// parameters) on s and scans each row with scan.
+func scanAll(t *testing.T, s Store, scan func(func(...any) error) error, q string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	switch s := s.(type) {
+	case *PGStore:
+		rows, err := s.pool.Query(ctx, s.sql(q), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows.Scan); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	case *SQLiteStore:
+		q = regexp.MustCompile(`\$(\d)`).ReplaceAllString(strings.ReplaceAll(q, "S.", ""), "?$1")
+		if err := query(ctx, s.db, func(rows *sql.Rows) error { return scan(rows.Scan) }, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("store %T", s)
+	}
 }
 
 // stored is what the store holds of a table: seq -> hash.
-func stored(t *testing.T, s *Store, table string) map[int64]audit.Hash {
-	rows, err := s.pool.Query(context.Background(), s.sql(`SELECT seq, hash FROM S.rows WHERE table_id = $1`), table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
+func stored(t *testing.T, s Store, table string) map[int64]audit.Hash {
 	out := map[int64]audit.Hash{}
-	for rows.Next() {
+	scanAll(t, s, func(scan func(...any) error) error {
 		var seq int64
 		var h []byte
-		if err := rows.Scan(&seq, &h); err != nil {
-			t.Fatal(err)
+		if err := scan(&seq, &h); err != nil {
+			return err
 		}
 		if _, dup := out[seq]; dup {
 			t.Fatalf("seq %d stored twice", seq)
 		}
 		out[seq] = toHash(h)
-	}
+		return nil
+	}, `SELECT seq, hash FROM S.rows WHERE table_id = $1`, table)
 	return out
 }
 
@@ -113,26 +170,27 @@ type storedAlert struct {
 	seq  int64
 }
 
-func alertsOf(t *testing.T, s *Store, table string) []storedAlert {
-	rows, err := s.pool.Query(context.Background(), s.sql(`SELECT kind, seq FROM S.alerts WHERE table_id = $1 ORDER BY kind, seq`), table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
+func alertsOf(t *testing.T, s Store, table string) []storedAlert {
 	var out []storedAlert
-	for rows.Next() {
+	scanAll(t, s, func(scan func(...any) error) error {
 		var a storedAlert
-		if err := rows.Scan(&a.kind, &a.seq); err != nil {
-			t.Fatal(err)
+		if err := scan(&a.kind, &a.seq); err != nil {
+			return err
 		}
 		out = append(out, a)
-	}
+		return nil
+	}, `SELECT kind, seq FROM S.alerts WHERE table_id = $1 ORDER BY kind, seq`, table)
 	return out
 }
 
-func contigOf(t *testing.T, s *Store, table string) (contig, max int64) {
-	if err := s.pool.QueryRow(context.Background(), s.sql(`SELECT contig, max_seq FROM S.tables WHERE table_id = $1`), table).Scan(&contig, &max); err != nil {
-		t.Fatal(err)
+func contigOf(t *testing.T, s Store, table string) (contig, max int64) {
+	found := false
+	scanAll(t, s, func(scan func(...any) error) error {
+		found = true
+		return scan(&contig, &max)
+	}, `SELECT contig, max_seq FROM S.tables WHERE table_id = $1`, table)
+	if !found {
+		t.Fatalf("no line for %s", table)
 	}
 	return contig, max
 }
@@ -140,8 +198,9 @@ func contigOf(t *testing.T, s *Store, table string) (contig, max int64) {
 // TestStoreExactlyOnceConcurrent: two witnesses take shuffled, duplicated
 // batches of three tables at once; every row is stored once, the chains
 // are whole and nothing is alerted.
-func TestStoreExactlyOnceConcurrent(t *testing.T) {
-	s := newStore(t)
+func TestStoreExactlyOnceConcurrent(t *testing.T) { eachStore(t, testStoreExactlyOnceConcurrent) }
+
+func testStoreExactlyOnceConcurrent(t *testing.T, s Store) {
 	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
 	var all []item
 	var chains []*chain
@@ -257,37 +316,39 @@ func TestStoreTamper(t *testing.T) {
 		}, []storedAlert{{AlertCheckpointClash, 23}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t)
-			reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
-			c := newChain(t, "BAC-07", 20)
-			c.registry(reg)
-			if _, err := s.apply(ctx, append(rowItems(c.rows), cpItem(c.checkpoint(20, t0.Add(time.Minute)))), reg, "w", time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			feed := tc.feed(c)
-			// Each item alone, as it might arrive, then all again: the
-			// alerts are the same and stored once.
-			for _, it := range feed {
-				if _, err := s.apply(ctx, []item{it}, reg, "w", time.Now()); err != nil {
+			eachStore(t, func(t *testing.T, s Store) {
+				reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+				c := newChain(t, "BAC-07", 20)
+				c.registry(reg)
+				if _, err := s.apply(ctx, append(rowItems(c.rows), cpItem(c.checkpoint(20, t0.Add(time.Minute)))), reg, "w", time.Now()); err != nil {
 					t.Fatal(err)
 				}
-			}
-			if _, err := s.apply(ctx, feed, reg, "w", time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			got := alertsOf(t, s, c.table)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("alerts %v, want %v", got, tc.want)
-			}
+				feed := tc.feed(c)
+				// Each item alone, as it might arrive, then all again: the
+				// alerts are the same and stored once.
+				for _, it := range feed {
+					if _, err := s.apply(ctx, []item{it}, reg, "w", time.Now()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := s.apply(ctx, feed, reg, "w", time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				got := alertsOf(t, s, c.table)
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("alerts %v, want %v", got, tc.want)
+				}
+			})
 		})
 	}
 }
 
 // TestStoreGap: rows missing below rows witnessed keep contig below them;
 // once they come, contig walks up past everything witnessed since.
-func TestStoreGap(t *testing.T) {
+func TestStoreGap(t *testing.T) { eachStore(t, testStoreGap) }
+
+func testStoreGap(t *testing.T, s Store) {
 	ctx := context.Background()
-	s := newStore(t)
 	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
 	c := newChain(t, "BAC-08", 100)
 	c.registry(reg)
@@ -324,9 +385,10 @@ func TestStoreGap(t *testing.T) {
 
 // TestStoreTailGap: rows lost at the tail, after which the table said
 // nothing more, are a gap once a checkpoint names them.
-func TestStoreTailGap(t *testing.T) {
+func TestStoreTailGap(t *testing.T) { eachStore(t, testStoreTailGap) }
+
+func testStoreTailGap(t *testing.T, s Store) {
 	ctx := context.Background()
-	s := newStore(t)
 	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
 	c := newChain(t, "BAC-09", 20)
 	c.registry(reg)
@@ -342,4 +404,81 @@ func TestStoreTailGap(t *testing.T) {
 	if contig, max := contigOf(t, s, c.table); contig != 20 || max != 20 {
 		t.Fatalf("after the resync: contig %d max %d, want 20 20", contig, max)
 	}
+}
+
+// TestWitnessScan: on each store, the scan asks once for a gap that has
+// lasted its grace (and not again before ResyncEvery), resolves it once
+// filled, finds a table silent past its heartbeat only while caught up,
+// and the table's next row resolves the silence.
+func TestWitnessScan(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		clk := clock.NewFake(t0)
+		reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+		c := newChain(t, "BAC-10", 40)
+		c.registry(reg)
+		var got []Alert
+		w := &Witness{cfg: Config{Store: s, Registry: reg, Clock: clk, OnAlert: func(a Alert) { got = append(got, a) }}, log: quietLog()}
+		w.cfg.defaults()
+		open := func() []string {
+			all, err := s.openAlerts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, a := range all {
+				out = append(out, fmt.Sprintf("%s %d", a.Kind, a.Seq))
+			}
+			return out
+		}
+		scan := func(after time.Duration) {
+			t.Helper()
+			clk.Set(t0.Add(after))
+			w.setCaughtUp()
+			if err := w.Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.apply(ctx, append(rowItems(c.rows[:10]), rowItems(c.rows[19:30])...), reg, "w", t0); err != nil {
+			t.Fatal(err)
+		}
+		scan(time.Second)
+		if o := open(); len(o) != 0 {
+			t.Fatalf("alerts within the gap's grace: %v", o)
+		}
+		scan(5 * time.Second)
+		if o := open(); !slices.Equal(o, []string{"gap 11"}) {
+			t.Fatalf("after the grace: %v, want the gap from 11", o)
+		}
+		if len(got) != 1 || !strings.Contains(got[0].Message, "rows 11 to 19 of BAC-10") {
+			t.Fatalf("published %+v", got)
+		}
+		scan(10 * time.Second)
+		if len(got) != 1 {
+			t.Fatalf("asked again before ResyncEvery: %+v", got[1:])
+		}
+		if _, err := s.apply(ctx, rowItems(c.rows[10:19]), reg, "w", t0.Add(11*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		scan(12 * time.Second)
+		if o := open(); len(o) != 0 || len(got) != 2 || got[1].State != "resolved" || got[1].Kind != AlertGap {
+			t.Fatalf("after the resync: open %v, published %+v", o, got)
+		}
+		// Silent: only once the heartbeat has passed, and once.
+		scan(70 * time.Second)
+		if o := open(); len(o) != 0 {
+			t.Fatalf("silent before the heartbeat: %v", o)
+		}
+		scan(72 * time.Second)
+		scan(73 * time.Second)
+		if o := open(); !slices.Equal(o, []string{"silent 30"}) {
+			t.Fatalf("after the heartbeat: %v, want silent", o)
+		}
+		if _, err := s.apply(ctx, rowItems(c.rows[30:31]), reg, "w", t0.Add(80*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if o := open(); len(o) != 0 {
+			t.Fatalf("the table spoke, still %v", o)
+		}
+	})
 }

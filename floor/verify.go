@@ -80,46 +80,34 @@ type Trail interface {
 
 // VerifyTrail compares trail, the table's own, row by row with what the
 // store witnessed of it.
-func VerifyTrail(ctx context.Context, trail Trail, s *Store, table string) (*TrailReport, error) {
+func VerifyTrail(ctx context.Context, trail Trail, s Store, table string) (*TrailReport, error) {
 	rep := &TrailReport{Table: table}
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT seq, hash FROM S.rows WHERE table_id = $1 ORDER BY seq`), table)
-	if err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
+	// The witnessed rows, in seq order, walked beside the trail's.
+	type wrow struct {
+		seq  int64
+		hash audit.Hash
 	}
-	defer rows.Close()
-	var wSeq int64
-	var wHash audit.Hash
-	wOK := false
-	next := func() error {
-		wOK = rows.Next()
-		if !wOK {
-			return rows.Err()
-		}
-		var h []byte
-		if err := rows.Scan(&wSeq, &h); err != nil {
-			return err
-		}
-		wHash = toHash(h)
-		rep.WitnessedMax = max(rep.WitnessedMax, wSeq)
+	var all []wrow
+	if err := s.witnessed(ctx, table, func(seq int64, h audit.Hash) error {
+		all = append(all, wrow{seq, h})
+		rep.WitnessedMax = max(rep.WitnessedMax, seq)
 		return nil
+	}); err != nil {
+		return nil, err
 	}
-	if err := next(); err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
-	}
+	k := 0
 	for rec, err := range trail.Events(ctx, audit.Query{}) {
 		if err != nil {
 			return nil, err
 		}
 		rep.TrailHead = rec.Seq
-		for wOK && wSeq < rec.Seq {
-			if err := next(); err != nil {
-				return nil, fmt.Errorf("floor database: %w", err)
-			}
+		for k < len(all) && all[k].seq < rec.Seq {
+			k++
 		}
 		switch {
-		case !wOK || wSeq > rec.Seq:
+		case k == len(all) || all[k].seq > rec.Seq:
 			rep.Unwitnessed++
-		case wHash == rec.Hash:
+		case all[k].hash == rec.Hash:
 			rep.Rows++
 		default:
 			rep.differN++
@@ -128,32 +116,23 @@ func VerifyTrail(ctx context.Context, trail Trail, s *Store, table string) (*Tra
 			}
 		}
 	}
-	for wOK {
-		if wSeq > rep.TrailHead {
+	for ; k < len(all); k++ {
+		if all[k].seq > rep.TrailHead {
 			rep.Beyond++
 		}
-		if err := next(); err != nil {
-			return nil, fmt.Errorf("floor database: %w", err)
-		}
 	}
-	rows.Close()
-	if err := s.pool.QueryRow(ctx, s.sql(`SELECT count(DISTINCT seq) FROM S.forks WHERE table_id = $1`), table).Scan(&rep.Forks); err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
+	var err error
+	if rep.Forks, err = s.forkedSeqs(ctx, table); err != nil {
+		return nil, err
 	}
-	arows, err := s.pool.Query(ctx, s.sql(`SELECT kind, seq FROM S.alerts WHERE table_id = $1 AND tamper ORDER BY id`), table)
+	alerts, err := s.tamperAlerts(ctx, table)
 	if err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
+		return nil, err
 	}
-	defer arows.Close()
-	for arows.Next() {
-		var kind string
-		var seq int64
-		if err := arows.Scan(&kind, &seq); err != nil {
-			return nil, fmt.Errorf("floor database: %w", err)
-		}
+	for _, a := range alerts {
 		if len(rep.Alerts) < 20 {
-			rep.Alerts = append(rep.Alerts, fmt.Sprintf("%s at %d", kind, seq))
+			rep.Alerts = append(rep.Alerts, fmt.Sprintf("%s at %d", a.Kind, a.Seq))
 		}
 	}
-	return rep, arows.Err()
+	return rep, nil
 }

@@ -2,8 +2,11 @@ package floor
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/clock"
@@ -51,7 +55,7 @@ type TableView struct {
 // serves a web page, a JSON snapshot and a stream of changes
 // (server-sent events).
 type View struct {
-	store *Store
+	store Store
 	reg   *Registry
 	subj  Subjects
 	clk   clock.Clock
@@ -63,7 +67,7 @@ type View struct {
 }
 
 // NewView makes a floor view over store; Run feeds it.
-func NewView(store *Store, reg *Registry, subj Subjects, clk clock.Clock, log *slog.Logger) *View {
+func NewView(store Store, reg *Registry, subj Subjects, clk clock.Clock, log *slog.Logger) *View {
 	if clk == nil {
 		clk = clock.Real
 	}
@@ -81,10 +85,21 @@ func NewView(store *Store, reg *Registry, subj Subjects, clk clock.Clock, log *s
 }
 
 // Run follows the tables' status and alerts on nc and refreshes from the
-// database every poll, until ctx is done.
-func (v *View) Run(ctx context.Context, nc *nats.Conn, poll time.Duration) error {
+// database every poll, until ctx is done. The tables' status and active
+// alerts come from the status stream (statusStream, EnsureStatusStream),
+// its last message of each table first: a view started after a table
+// last said its status shows it at once, not at the table's next change.
+// Without the stream it follows them live only.
+func (v *View) Run(ctx context.Context, nc *nats.Conn, statusStream string, poll time.Duration) error {
 	var subs []*nats.Subscription
-	for _, s := range append(v.subj.Status(), AlertsSubject) {
+	subjects := []string{AlertsSubject}
+	if cc, err := v.followStatus(ctx, nc, statusStream); err != nil {
+		v.log.Warn("floor view: no status stream; the tables' status shows at their next change", "stream", statusStream, "err", err)
+		subjects = append(subjects, v.subj.Status()...)
+	} else {
+		defer cc.Stop()
+	}
+	for _, s := range subjects {
 		sub, err := nc.Subscribe(s, func(m *nats.Msg) { v.take(m.Subject, m.Data) })
 		if err != nil {
 			return fmt.Errorf("floor view: subscribe %s: %w", s, err)
@@ -107,6 +122,32 @@ func (v *View) Run(ctx context.Context, nc *nats.Conn, poll time.Duration) error
 			return nil
 		case <-t.C():
 		}
+	}
+}
+
+// followStatus follows the status stream from each subject's last message.
+func (v *View) followStatus(ctx context.Context, nc *nats.Conn, stream string) (jetstream.ConsumeContext, error) {
+	if stream == "" {
+		return nil, errors.New("none named")
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	// A cluster that has just started or lost a node answers once it has
+	// a JetStream leader: try for a while, each try bounded.
+	for try := 0; ; try++ {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cons, err := js.OrderedConsumer(tctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: v.subj.Status(), DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+		var cc jetstream.ConsumeContext
+		if err == nil {
+			cc, err = cons.Consume(func(m jetstream.Msg) { v.take(m.Subject(), m.Data()) })
+		}
+		cancel()
+		if err == nil || try == 5 || ctx.Err() != nil {
+			return cc, err
+		}
+		clock.Sleep(ctx, v.clk, time.Second)
 	}
 }
 
@@ -179,50 +220,19 @@ func (v *View) update(table string, f func(*TableView)) {
 
 // refresh reads what the database knows of every table.
 func (v *View) refresh(ctx context.Context) error {
-	s := v.store
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT t.table_id, t.contig, t.max_seq, t.last_seen, t.cp_signed_at,
-		(SELECT count(*) FROM S.rows r WHERE r.table_id = t.table_id AND r.kind = 'coup_result' AND r.witnessed_at > $1)
-		FROM S.tables t`), v.clk.Now().Add(-time.Hour))
+	lines, err := v.store.viewLines(ctx, v.clk.Now().Add(-time.Hour))
 	if err != nil {
 		return err
 	}
-	type line struct {
-		table       string
-		contig, max int64
-		seen, cp    *time.Time
-		coups       int64
-	}
-	var lines []line
-	for rows.Next() {
-		var l line
-		if err := rows.Scan(&l.table, &l.contig, &l.max, &l.seen, &l.cp, &l.coups); err != nil {
-			rows.Close()
-			return err
-		}
-		lines = append(lines, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	all, err := v.store.openAlerts(ctx)
+	if err != nil {
 		return err
 	}
 	open := map[string][]Alert{}
-	arows, err := s.pool.Query(ctx, s.sql(`SELECT id, table_id, kind, seq, message, tamper, witness, raised_at FROM S.alerts WHERE resolved_at IS NULL ORDER BY id`))
-	if err != nil {
-		return err
-	}
-	for arows.Next() {
-		a := Alert{State: "raised"}
-		if err := arows.Scan(&a.ID, &a.Table, &a.Kind, &a.Seq, &a.Message, &a.Tamper, &a.Witness, &a.At); err != nil {
-			arows.Close()
-			return err
-		}
+	for _, a := range all {
 		if len(open[a.Table]) < 50 {
 			open[a.Table] = append(open[a.Table], a)
 		}
-	}
-	arows.Close()
-	if err := arows.Err(); err != nil {
-		return err
 	}
 	for _, l := range lines {
 		v.update(l.table, func(tv *TableView) {
@@ -254,6 +264,30 @@ func (v *View) Snapshot() []TableView {
 		return 0
 	})
 	return out
+}
+
+// Login is the floor view's HTTP basic-auth credentials: the floor view
+// shows every table's alerts, so it is not for anyone on the network.
+type Login struct{ User, Password string }
+
+// Guard lets through requests with l's credentials and answers 401 to
+// others. The user and the password are compared in constant time, as
+// hashes, so neither their contents nor their lengths show in the timing
+// (as the pit view's).
+func (l Login) Guard(h http.Handler) http.Handler {
+	wantUser, wantPass := sha256.Sum256([]byte(l.User)), sha256.Sum256([]byte(l.Password))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		gotUser, gotPass := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
+		if !ok || l.User == "" || l.Password == "" ||
+			subtle.ConstantTimeCompare(gotUser[:], wantUser[:])&subtle.ConstantTimeCompare(gotPass[:], wantPass[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="tablectl floor", charset="UTF-8"`)
+			w.Header().Set("Cache-Control", "no-store")
+			http.Error(w, "the floor view needs the floor's credentials", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // ServeHTTP serves the page (/), the snapshot (/floor.json) and the

@@ -4,21 +4,29 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/tablectl/tablectl/internal/browsertest"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablectl/tablectl/internal/browsertest"
+	"github.com/tablectl/tablectl/internal/natsserver"
 )
 
 // TestView: the floor view shows a table's status and active alerts as
 // they arrive, the floor's alerts and what the database witnessed, in the
 // snapshot and, live, in its stream of changes.
-func TestView(t *testing.T) {
+func TestView(t *testing.T) { eachStore(t, testView) }
+
+func testView(t *testing.T, s Store) {
 	ctx := context.Background()
-	s := newStore(t)
 	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
 	c := newChain(t, "BAC-07", 30)
 	c.registry(reg)
@@ -147,4 +155,155 @@ func TestViewInBrowser(t *testing.T) {
 	v.take("tablectl.BAC-07.pit.alerts.active", []byte(`{"alerts":[{"state":"raised","id":"advantage-2-7","source":"advantage","kind":"advantage","suspends":false,"message":"Tie EV +0.4%"}]}`))
 	pg.WaitFor("the advantage alert, live", row+`.querySelector(".alert.advantage") && `+row+`.textContent.includes("Tie EV +0.4%")`, row+`.outerHTML`)
 	pg.NoProblems()
+}
+
+// TestViewLateStatus: tables publish their status and active alerts,
+// retained, over MQTT to the floor broker (NATS's MQTT listener, as
+// their bridges do); a floor view started afterwards shows them at once,
+// from the status stream, and then follows changes. A view without the
+// stream (as the floor view was) sees nothing until the next change.
+func TestViewLateStatus(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cluster, err := natsserver.StartEmbedded(ctx, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Stop()
+	nc, err := nats.Connect(cluster.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	stream, err := EnsureStatusStream(ctx, js, DefaultStatusStream, Subjects{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenSQLiteStore(ctx, filepath.Join(t.TempDir(), "floor.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	cl := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + cluster.Nodes[0].MQTTAddr()).SetClientID("bridge-BAC-07"))
+	if tok := cl.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatal("connect:", tok.Error())
+	}
+	defer cl.Disconnect(100)
+	publish := func(topic, payload string) {
+		t.Helper()
+		if tok := cl.Publish(topic, 1, true, payload); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatal("publish:", tok.Error())
+		}
+	}
+	publish("tablectl/BAC-07/status", `{"state":"online","table":"BAC-07","phase":"dealing","shoe":3,"coup":41,"suspended":false}`)
+	publish("tablectl/BAC-08/status", `{"state":"online","table":"BAC-08","phase":"idle","shoe":1,"coup":2,"suspended":false}`)
+	publish("tablectl/BAC-07/pit/alerts/active", `{"alerts":[{"state":"raised","id":"advantage-3-41","source":"advantage","kind":"advantage","suspends":false,"message":"Player Pair EV +1.2%"}]}`)
+	publish("tablectl/BAC-08/status", `{"state":"online","table":"BAC-08","phase":"dealing","shoe":1,"coup":3,"suspended":false}`)
+	for {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 3 { // BAC-08's first status replaced
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	start := func(statusStream string) (*View, context.CancelFunc) {
+		v := NewView(s, nil, Subjects{}, nil, quietLog())
+		vctx, stop := context.WithCancel(ctx)
+		go v.Run(vctx, nc, statusStream, time.Hour)
+		return v, stop
+	}
+	table := func(v *View, id string) *TableView {
+		for _, tv := range v.Snapshot() {
+			if tv.Table == id {
+				return &tv
+			}
+		}
+		return nil
+	}
+	// As the view was: live only.
+	old, stopOld := start("")
+	defer stopOld()
+	v, stop := start(DefaultStatusStream)
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, b := table(v, "BAC-07"), table(v, "BAC-08")
+		if a != nil && a.Status != nil && len(a.Alerts) == 1 && b != nil && b.Status != nil && b.Status.Coup == 3 {
+			if a.Status.Phase != "dealing" || a.Status.Coup != 41 || a.Alerts[0].ID != "advantage-3-41" || b.Status.Phase != "dealing" {
+				t.Fatalf("late view: %+v %+v", *a, *b)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a view started after the tables' status shows %+v", v.Snapshot())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if tv := table(old, "BAC-07"); tv != nil && tv.Status != nil {
+		t.Fatalf("a view without the status stream saw the retained status: the test tells nothing")
+	}
+	// And it follows what comes next.
+	publish("tablectl/BAC-07/status", `{"state":"online","table":"BAC-07","phase":"result","shoe":3,"coup":41,"suspended":false}`)
+	for deadline = time.Now().Add(10 * time.Second); ; {
+		if tv := table(v, "BAC-07"); tv.Status.Phase == "result" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the next status did not follow: %+v", v.Snapshot())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestViewLogin: the floor view answers only the floor's credentials;
+// anyone else gets 401 and a basic-auth challenge, and a login without a
+// password lets no one in.
+func TestViewLogin(t *testing.T) {
+	v := NewView(nil, nil, Subjects{}, nil, quietLog())
+	for _, tc := range []struct {
+		name       string
+		login      Login
+		user, pass string
+		auth       bool
+		want       int
+	}{
+		{"the floor's login", Login{"floor", "s3cret"}, "floor", "s3cret", true, http.StatusOK},
+		{"anonymous", Login{"floor", "s3cret"}, "", "", false, http.StatusUnauthorized},
+		{"wrong password", Login{"floor", "s3cret"}, "floor", "s3cret ", true, http.StatusUnauthorized},
+		{"wrong user", Login{"floor", "s3cret"}, "pit", "s3cret", true, http.StatusUnauthorized},
+		{"password prefix", Login{"floor", "s3cret"}, "floor", "s3c", true, http.StatusUnauthorized},
+		{"no password set", Login{"floor", ""}, "floor", "", true, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.login.Guard(v))
+			defer srv.Close()
+			for _, path := range []string{"/", "/floor.json"} {
+				req, _ := http.NewRequest("GET", srv.URL+path, nil)
+				if tc.auth {
+					req.SetBasicAuth(tc.user, tc.pass)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.want {
+					t.Fatalf("%s: %s, want %d", path, resp.Status, tc.want)
+				}
+				if tc.want == http.StatusUnauthorized && (resp.Header.Get("WWW-Authenticate") == "" || strings.Contains(string(body), "tables")) {
+					t.Fatalf("%s: a 401 without a challenge, or with the floor in it: %q", path, body)
+				}
+			}
+		})
+	}
 }

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	signedcmd "github.com/tablectl/tablectl/command"
 
 	"github.com/tablectl/tablectl/audit"
@@ -65,7 +63,7 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noSigs := fs.Bool("no-signatures", false, "check the chain only: without it, a run with no --pubkey fails")
 	keyring := fs.String("keyring", "", "re-verify every recorded command against this supervisors' keyring `file`")
-	witness := fs.String("witness", "", "compare the trail row by row with the floor's witnessed copy: the floor database's `URL` (postgres://...; docs/floor.md)")
+	witness := fs.String("witness", "", "compare the trail row by row with the floor's witnessed copy: the floor database: its `URL` (postgres://...) or SQLite file (the demo's; docs/floor.md)")
 	witnessSchema := fs.String("witness-schema", "floor", "the floor's `schema` in the witness's database")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -170,15 +168,19 @@ func verifyAgainstWitness(db, url, schema string) (*floor.TrailReport, error) {
 		return nil, err
 	}
 	defer r.Close()
-	pool, err := pgxpool.New(ctx, url)
+	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+		// A SQLite witness must be there: opening a path that is not
+		// would make an empty one, against which every row is merely
+		// "never witnessed".
+		if _, err := os.Stat(strings.TrimPrefix(url, "sqlite:")); err != nil {
+			return nil, fmt.Errorf("witness: %w", err)
+		}
+	}
+	st, err := floor.Open(ctx, url, schema)
 	if err != nil {
 		return nil, fmt.Errorf("witness: %w", err)
 	}
-	defer pool.Close()
-	st, err := floor.OpenStore(ctx, pool, schema)
-	if err != nil {
-		return nil, err
-	}
+	defer st.Close()
 	return floor.VerifyTrail(ctx, r, st, r.Table())
 }
 

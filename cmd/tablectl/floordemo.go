@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,18 +30,20 @@ type floorDemoOptions struct {
 
 func floorDemoFlags(fs *flag.FlagSet) floorDemoOptions {
 	return floorDemoOptions{
-		tables: fs.Int("tables", 0, "run a floor of `N` simulated tables instead: a NATS cluster, two witnesses into PostgreSQL and the floor view (docs/floor.md)"),
-		db:     fs.String("floor-db", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "with --tables: the floor's PostgreSQL `URL`"),
+		tables: fs.Int("tables", 0, "run a floor of `N` simulated tables instead: a NATS cluster in this process, two witnesses and the floor view (docs/floor.md)"),
+		db:     fs.String("floor-db", "", "with --tables: the floor's PostgreSQL `URL` (default: SQLite in --dir, nothing to install)"),
 		schema: fs.String("floor-schema", "floor_demo", "with --tables: the floor's `schema` (emptied first)"),
 		view:   fs.String("floor-http", "127.0.0.1:8090", "with --tables: the floor view's `address`"),
 	}
 }
 
 // floorDemo runs --tables N tables, each a simulated shoe and a controller
-// process, publishing straight to a 3-node NATS cluster's MQTT listeners,
-// two witnesses storing into PostgreSQL and the floor view, until ctx is
-// done. The store is PostgreSQL, the floor's real one, not an embedded
-// stand-in: what the demo shows is the code that runs a floor.
+// process, publishing straight to the MQTT listeners of a 3-node NATS
+// cluster run in this process (nats-server as a library), two witnesses
+// and the floor view, until ctx is done. The store is SQLite in the
+// demo's folder, or PostgreSQL (the floor's) with --floor-db: the
+// judging is the same code (docs/floor.md), so nothing needs installing
+// to see a floor.
 func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOptions, stdout io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -57,16 +61,19 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// A fresh schema: the demo's tables start from seq 1 each run.
-	if err := dropSchema(ctx, *fl.db, *fl.schema); err != nil {
-		return err
+	// A fresh schema: the demo's tables start from seq 1 each run (the
+	// SQLite file is in the folder just emptied).
+	if *fl.db != "" {
+		if err := dropSchema(ctx, *fl.db, *fl.schema); err != nil {
+			return err
+		}
 	}
 	coupPace := o.CoupPace
 	if coupPace < 0 {
 		coupPace = 5 * o.Pace
 	}
 	f, err := floorsim.Start(ctx, floorsim.Options{Dir: dir, Tables: *fl.tables, Nodes: 3, Witness: 2, CardPace: o.Pace, CoupPace: coupPace,
-		Seed: o.Seed, Postgres: *fl.db, Schema: *fl.schema, Exe: exe, Heartbeat: time.Minute, Log: log})
+		Seed: o.Seed, Postgres: *fl.db, Schema: *fl.schema, EmbeddedNATS: true, Exe: exe, Heartbeat: time.Minute, Log: log})
 	if err != nil {
 		return err
 	}
@@ -81,24 +88,34 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	if err != nil {
 		return fmt.Errorf("floor view: %w", err)
 	}
-	srv := &http.Server{Handler: v, ReadHeaderTimeout: 10 * time.Second}
-	go v.Run(ctx, nc, 2*time.Second)
+	// The floor view's login, made for this run as the pit view's is.
+	login := floor.Login{User: "floor", Password: strings.ToLower(rand.Text()[:16])}
+	passFile := filepath.Join(dir, "floor-view.password")
+	if err := os.WriteFile(passFile, []byte(login.Password+"\n"), 0o600); err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: login.Guard(v), ReadHeaderTimeout: 10 * time.Second}
+	go v.Run(ctx, nc, floor.DefaultStatusStream, 2*time.Second)
 	go srv.Serve(ln)
 	defer srv.Close()
 	first := f.Tables[0]
+	store, verify := fmt.Sprintf("%s, schema %s", *fl.db, *fl.schema), fmt.Sprintf("'%s' --witness-schema %s", *fl.db, *fl.schema)
+	if *fl.db == "" {
+		store, verify = filepath.Join(dir, "floor.db")+" (SQLite)", filepath.Join(dir, "floor.db")
+	}
 	fmt.Fprintf(stdout, `tablectl demo: a floor of %d simulated tables (%s ... %s) on this machine.
 
-  floor view       http://%s/
+  floor view       http://%s/   (user %s, password %s, in %s)
   floor broker     %s   (NATS, JetStream; MQTT on %s ...)
   floor alerts     floor/alerts on the broker's MQTT listener
-  witnessed rows   %s, schema %s (tables rows, checkpoints, alerts, forks)
+  witnessed rows   %s (tables rows, checkpoints, alerts, forks)
   trails           %s/<table>/trail.db
                    verify one against the witness:
-                   tablectl audit verify --db %s --pubkey %s --witness '%s' --witness-schema %s
+                   tablectl audit verify --db %s --pubkey %s --witness %s
 
 Ctrl-C stops it.
-`, len(f.Tables), first.ID, f.Tables[len(f.Tables)-1].ID, ln.Addr(), f.Cluster.URLs(), f.Cluster.Nodes[0].MQTTAddr(),
-		*fl.db, *fl.schema, dir, first.Trail, first.PubKey, *fl.db, *fl.schema)
+`, len(f.Tables), first.ID, f.Tables[len(f.Tables)-1].ID, ln.Addr(), login.User, login.Password, passFile, f.Cluster.URLs(), f.Cluster.Nodes[0].MQTTAddr(),
+		store, dir, first.Trail, first.PubKey, verify)
 	<-ctx.Done()
 	return nil
 }

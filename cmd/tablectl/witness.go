@@ -14,9 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/tablectl/tablectl/floor"
+	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/internal/supervisor"
 )
 
@@ -33,7 +32,8 @@ Takes every table's pit/events and pit/checkpoint from the floor's NATS
 JetStream stream, checks each row's hash and link and each checkpoint's
 signature against the table's registered key, keeps every row exactly once
 in PostgreSQL and raises floor alerts (floor/alerts). Run two or more: they
-share the work. With --http it serves the floor view. docs/floor.md.
+share the work. With --http it serves the floor view, behind HTTP basic
+auth (--http-user, --http-password-file). docs/floor.md.
 
 flags:
 `)
@@ -43,7 +43,7 @@ flags:
 	host, _ := os.Hostname()
 	fs.StringVar(&cfg.Name, "name", host, "this witness's `name` in logs and alerts")
 	fs.StringVar(&cfg.NATS, "nats", "nats://127.0.0.1:4222", "the floor broker's `URLs`, comma-separated")
-	db := fs.String("db", "", "the floor's PostgreSQL `URL` (postgres://user@host/db)")
+	db := fs.String("db", "", "the floor's database: PostgreSQL's `URL` (postgres://user@host/db), or a SQLite file (one machine: the demo's)")
 	schema := fs.String("schema", "floor", "the floor's `schema` in the database")
 	registry := fs.String("registry", "", "the tables' registry `file`: their checkpoint keys (docs/floor.md)")
 	key := fs.String("key", "", "the witness's supervisor key `file` (tablectl keygen), for resync requests; without it gaps are only alerted")
@@ -52,13 +52,28 @@ flags:
 	fs.StringVar(&cfg.Consumer, "consumer", floor.DefaultConsumer, "the durable `consumer` every witness shares")
 	fs.IntVar(&cfg.Replicas, "replicas", 3, "the stream's replicas when it is created")
 	fs.IntVar(&cfg.Batch, "batch", floor.DefaultBatch, "messages taken and committed at once")
-	httpAddr := fs.String("http", "", "serve the floor view at this `address` (empty: none)")
+	fs.StringVar(&cfg.StatusStream, "status-stream", floor.DefaultStatusStream, "the JetStream `stream` of each table's last status, for the floor view")
+	httpAddr := fs.String("http", "", "serve the floor view at this `address` (empty: none), behind HTTP basic auth")
+	var login floor.Login
+	fs.StringVar(&login.User, "http-user", "floor", "the floor view's HTTP basic-auth `user`")
+	passFile := fs.String("http-password-file", "", "the floor view's password: a `file` of one line (required with --http)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *db == "" || *registry == "" {
 		fmt.Fprintln(fs.Output(), "--db and --registry are required")
 		return errUsage
+	}
+	if *httpAddr != "" {
+		if *passFile == "" || login.User == "" {
+			fmt.Fprintln(fs.Output(), "--http needs --http-user and --http-password-file: the floor view shows every table's alerts")
+			return errUsage
+		}
+		p, err := smallfile.Secret(*passFile)
+		if err != nil {
+			return fmt.Errorf("--http-password-file: %w", err)
+		}
+		login.Password = p
 	}
 	reg, err := floor.LoadRegistry(*registry)
 	if err != nil {
@@ -77,23 +92,20 @@ flags:
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return witness(ctx, cfg, *db, *schema, *httpAddr, stdout)
+	return witness(ctx, cfg, *db, *schema, *httpAddr, login, stdout)
 }
 
-// witness runs a witness (and the floor view on httpAddr, if set) until
-// ctx is done.
-func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string, stdout io.Writer) error {
+// witness runs a witness (and the floor view on httpAddr behind login, if
+// set) until ctx is done.
+func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string, login floor.Login, stdout io.Writer) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	reg := cfg.Registry
-	pool, err := pgxpool.New(ctx, db)
-	if err != nil {
-		return fmt.Errorf("floor database: %w", err)
-	}
-	defer pool.Close()
-	if cfg.Store, err = floor.OpenStore(ctx, pool, schema); err != nil {
+	var err error
+	if cfg.Store, err = floor.Open(ctx, db, schema); err != nil {
 		return err
 	}
+	defer cfg.Store.Close()
 	cfg.Logger = slog.Default()
 	w, err := floor.New(ctx, cfg)
 	if err != nil {
@@ -108,9 +120,9 @@ func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string,
 		if err != nil {
 			return fmt.Errorf("floor view: %w", err)
 		}
-		srv := &http.Server{Handler: v, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: login.Guard(v), ReadHeaderTimeout: 10 * time.Second}
 		wg.Add(2)
-		go func() { defer wg.Done(); v.Run(ctx, w.Conn(), 2*time.Second) }()
+		go func() { defer wg.Done(); v.Run(ctx, w.Conn(), w.StatusStream(), 2*time.Second) }()
 		go func() {
 			defer wg.Done()
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -85,7 +85,7 @@ func TestAuditVerifyWitness(t *testing.T) {
 	}
 	pub, _ := audit.LoadPublicKey(pubFile)
 	reg := &floor.Registry{Tables: map[string]floor.TableEntry{"BAC-07": {Keys: []ed25519.PublicKey{pub}}}}
-	if alerts, err := st.Take(ctx, reg, "test", rows, cps); err != nil || len(alerts) != 0 {
+	if alerts, err := floor.Take(ctx, st, reg, "test", rows, cps); err != nil || len(alerts) != 0 {
 		t.Fatalf("witnessing the honest trail: %v %v", alerts, err)
 	}
 	url := floortest.PostgresURL()
@@ -152,7 +152,7 @@ func TestWitnessCommand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- witness(ctx, floor.Config{Name: "t", NATS: cluster.URLs(), Replicas: 1, Registry: reg, Logger: slog.New(slog.DiscardHandler)},
-			floortest.PostgresURL(), schema, "127.0.0.1:0", out)
+			floortest.PostgresURL(), schema, "127.0.0.1:0", floor.Login{User: "floor", Password: "pw-17"}, out)
 	}()
 	var view string
 	for view == "" {
@@ -195,13 +195,29 @@ func TestWitnessCommand(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // the witness makes the stream
 	}
-	for {
-		var n, cps int64
-		pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+schema+`.rows), (SELECT count(*) FROM `+schema+`.checkpoints WHERE verified)`).Scan(&n, &cps)
-		resp, err := http.Get(view + "floor.json")
+	get := func(user, pw string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", view+"floor.json", nil)
+		if user != "" {
+			req.SetBasicAuth(user, pw)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		return resp
+	}
+	for _, c := range [][2]string{{"", ""}, {"floor", "pw-1"}, {"pit", "pw-17"}} {
+		resp := get(c[0], c[1])
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
+			t.Fatalf("floor view as %q/%q: %s, want 401 with a challenge", c[0], c[1], resp.Status)
+		}
+	}
+	for {
+		var n, cps int64
+		pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+schema+`.rows), (SELECT count(*) FROM `+schema+`.checkpoints WHERE verified)`).Scan(&n, &cps)
+		resp := get("floor", "pw-17")
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if n == 1 && cps == 1 && strings.Contains(string(b), `"witnessed":1`) {
@@ -215,5 +231,21 @@ func TestWitnessCommand(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWitnessViewNeedsLogin: `tablectl witness --http` without the floor
+// view's password is refused before anything starts: the floor view is
+// not served to anyone who asks.
+func TestWitnessViewNeedsLogin(t *testing.T) {
+	var out bytes.Buffer
+	err := runWitness([]string{"--db", filepath.Join(t.TempDir(), "floor.db"), "--registry", "none.json", "--http", "127.0.0.1:0"}, &out)
+	if !errors.Is(err, errUsage) {
+		t.Fatalf("--http without --http-password-file: %v, want a usage error", err)
+	}
+	err = runWitness([]string{"--db", filepath.Join(t.TempDir(), "floor.db"), "--registry", "none.json", "--http", "127.0.0.1:0",
+		"--http-password-file", filepath.Join(t.TempDir(), "missing")}, &out)
+	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--http-password-file") {
+		t.Fatalf("--http-password-file missing: %v", err)
 	}
 }

@@ -2,17 +2,22 @@
 // (internal/natsserver), N tables (a simulated shoe on a pseudo-terminal,
 // a controller process, a Mosquitto bridged to the cluster as
 // deploy/mosquitto/bridge.conf says), two or more witnesses (package
-// floor) storing into PostgreSQL. It plays the faults of the floor's proof
-// (a node killed, a witness down, a bridge cut, a controller killed -9, a
-// trail rewritten and re-signed on its box) for the floor's test and bench.
+// floor, in this process or as tablectl witness processes) storing into
+// PostgreSQL or SQLite. It plays the faults of the floor's proof (a node
+// killed, a witness process killed -9, a bridge cut, a controller killed
+// -9, a trail rewritten and re-signed on its box) for the floor's test
+// and bench, and is the laptop demo's floor.
 package floorsim
 
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,7 +54,11 @@ type Options struct {
 	CoupPace time.Duration
 	Seed     uint64
 	// Postgres is the database URL; Schema the floor's schema in it.
+	// Without it the store is SQLite, Dir/floor.db (the laptop demo).
 	Postgres, Schema string
+	// EmbeddedNATS runs the cluster's nodes in this process
+	// (nats-server as a library) instead of Debian's nats-server binary.
+	EmbeddedNATS bool
 	// Bridge is the text of deploy/mosquitto/bridge.conf, made into each
 	// table's bridge (its id, the cluster's MQTT listeners, no TLS).
 	Bridge string
@@ -60,6 +69,11 @@ type Options struct {
 	// tests' internal/mosquitto.Start. Without it the tables connect
 	// straight to the cluster's MQTT listeners (the laptop demo).
 	StartBroker func(conf string) (Broker, error)
+	// WitnessExe is a tablectl binary; the witnesses in WitnessProcs run
+	// as its own processes (WitnessExe witness ...), killed with SIGKILL
+	// by KillWitness. The others run in this process.
+	WitnessExe   string
+	WitnessProcs map[int]bool
 	// Exe and Env run a controller: Exe run --config FILE.
 	Exe       string
 	Env       []string
@@ -76,21 +90,25 @@ type Broker interface {
 
 // Floor is a running floor.
 type Floor struct {
-	o        Options
-	Cluster  *natsserver.Cluster
+	o       Options
+	Cluster *natsserver.Cluster
+	// Pool is the PostgreSQL store's pool (nil with SQLite).
 	Pool     *pgxpool.Pool
-	Store    *floor.Store
+	Store    floor.Store
 	Registry *floor.Registry
 	Tables   []*Table
 	key      ed25519.PrivateKey
 	log      *slog.Logger
 
-	mu        sync.Mutex
-	witnesses []*witnessRun
+	mu              sync.Mutex
+	witnesses       []*witnessRun
+	deadWitnessLogs []string
 }
 
 type witnessRun struct {
-	w      *floor.Witness
+	w      *floor.Witness // in this process
+	cmd    *exec.Cmd      // or a process of its own
+	log    *tailBuffer
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -135,13 +153,21 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "nats"), 0o700); err != nil {
 		return nil, err
 	}
-	if f.Cluster, err = natsserver.Start(ctx, filepath.Join(o.Dir, "nats"), o.Nodes); err != nil {
+	start := natsserver.Start
+	if o.EmbeddedNATS {
+		start = natsserver.StartEmbedded
+	}
+	if f.Cluster, err = start(ctx, filepath.Join(o.Dir, "nats"), o.Nodes); err != nil {
 		return nil, err
 	}
-	if f.Pool, err = pgxpool.New(ctx, o.Postgres); err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
-	}
-	if f.Store, err = floor.OpenStore(ctx, f.Pool, o.Schema); err != nil {
+	if o.Postgres != "" {
+		if f.Pool, err = pgxpool.New(ctx, o.Postgres); err != nil {
+			return nil, fmt.Errorf("floor database: %w", err)
+		}
+		if f.Store, err = floor.OpenStore(ctx, f.Pool, o.Schema); err != nil {
+			return nil, err
+		}
+	} else if f.Store, err = floor.OpenSQLiteStore(ctx, filepath.Join(o.Dir, "floor.db")); err != nil {
 		return nil, err
 	}
 	_, f.key, _ = ed25519.GenerateKey(nil)
@@ -180,16 +206,24 @@ func (f *Floor) WitnessConfig(i int) floor.Config {
 
 // StartWitness starts witness i (again).
 func (f *Floor) StartWitness(ctx context.Context, i int) error {
-	w, err := floor.New(ctx, f.WitnessConfig(i))
-	if err != nil {
-		return err
+	var r *witnessRun
+	if f.o.WitnessProcs[i] {
+		var err error
+		if r, err = f.startWitnessProc(i); err != nil {
+			return err
+		}
+	} else {
+		w, err := floor.New(ctx, f.WitnessConfig(i))
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithCancel(context.Background())
+		r = &witnessRun{w: w, cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(r.done)
+			w.Run(wctx)
+		}()
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	r := &witnessRun{w: w, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		w.Run(wctx)
-	}()
 	f.mu.Lock()
 	for len(f.witnesses) <= i {
 		f.witnesses = append(f.witnesses, nil)
@@ -199,7 +233,55 @@ func (f *Floor) StartWitness(ctx context.Context, i int) error {
 	return nil
 }
 
-// KillWitness drops witness i's connection at once, mid-batch: what it had
+// startWitnessProc runs witness i as `tablectl witness`, on the floor's
+// registry and the witness's key written to files.
+func (f *Floor) startWitnessProc(i int) (*witnessRun, error) {
+	if f.o.WitnessExe == "" {
+		return nil, errors.New("floorsim: a witness process needs WitnessExe")
+	}
+	reg := map[string]any{}
+	tables := map[string]any{}
+	for id, e := range f.Registry.Tables {
+		var keys []string
+		for _, k := range e.Keys {
+			keys = append(keys, base64.StdEncoding.EncodeToString(k))
+		}
+		tables[id] = map[string]any{"public_keys": keys, "heartbeat": e.Heartbeat.String()}
+	}
+	reg["heartbeat"], reg["tables"] = f.Registry.Heartbeat.String(), tables
+	b, _ := json.Marshal(reg)
+	regFile := filepath.Join(f.o.Dir, "registry.json")
+	if err := os.WriteFile(regFile, b, 0o644); err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(f.key)
+	if err != nil {
+		return nil, err
+	}
+	keyFile := filepath.Join(f.o.Dir, WitnessKeyName+".key")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return nil, err
+	}
+	db := f.o.Postgres
+	if db == "" {
+		db = filepath.Join(f.o.Dir, "floor.db")
+	}
+	name := fmt.Sprintf("witness-%d", i+1)
+	cmd := exec.Command(f.o.WitnessExe, "witness", "--name", name, "--nats", f.Cluster.URLs(), "--db", db, "--schema", f.o.Schema,
+		"--registry", regFile, "--key", keyFile, "--replicas", fmt.Sprint(min(3, f.o.Nodes)))
+	cmd.Env = os.Environ()
+	l := &tailBuffer{}
+	cmd.Stdout, cmd.Stderr = l, l
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	r := &witnessRun{cmd: cmd, log: l, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(r.done) }()
+	return r, nil
+}
+
+// KillWitness kills witness i at once, mid-batch: a process with
+// SIGKILL, one in this process by dropping its connection. What it had
 // taken and not acknowledged goes to the others after the ack wait.
 func (f *Floor) KillWitness(i int) {
 	f.mu.Lock()
@@ -209,9 +291,45 @@ func (f *Floor) KillWitness(i int) {
 	if r == nil {
 		return
 	}
+	if r.cmd != nil {
+		r.cmd.Process.Signal(syscall.SIGKILL)
+		<-r.done
+		f.mu.Lock()
+		f.deadWitnessLogs = append(f.deadWitnessLogs, r.log.String())
+		f.mu.Unlock()
+		return
+	}
 	r.w.Close()
 	r.cancel()
 	<-r.done
+}
+
+// WitnessRunning says whether witness i runs: for a process, whether it
+// has not exited.
+func (f *Floor) WitnessRunning(i int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i >= len(f.witnesses) || f.witnesses[i] == nil {
+		return false
+	}
+	select {
+	case <-f.witnesses[i].done:
+		return false
+	default:
+		return true
+	}
+}
+
+// WitnessLog is what witness process i said (its current run, after
+// what its killed runs said).
+func (f *Floor) WitnessLog(i int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := strings.Join(f.deadWitnessLogs, "--- killed ---\n")
+	if i < len(f.witnesses) && f.witnesses[i] != nil && f.witnesses[i].log != nil {
+		out += f.witnesses[i].log.String()
+	}
+	return out
 }
 
 // WitnessStats sums the running witnesses' counts.
@@ -220,7 +338,7 @@ func (f *Floor) WitnessStats() floor.Stats {
 	defer f.mu.Unlock()
 	var s floor.Stats
 	for _, r := range f.witnesses {
-		if r == nil {
+		if r == nil || r.w == nil {
 			continue
 		}
 		x := r.w.Stats()
@@ -259,6 +377,9 @@ func (f *Floor) Close() {
 	}
 	if f.Cluster != nil {
 		f.Cluster.Stop()
+	}
+	if f.Store != nil {
+		f.Store.Close()
 	}
 	if f.Pool != nil {
 		f.Pool.Close()

@@ -1,8 +1,12 @@
-// Package natsserver runs a NATS cluster of nats-server child processes on
-// loopback, JetStream and the MQTT listener on in each: the floor broker of
-// the floor's tests, the bench and the laptop demo. Nodes are killed and
-// started again to play a node's failure. The binary is Debian's
-// nats-server (2.9 or later) or one named by TABLECTL_NATS_SERVER.
+// Package natsserver runs a NATS cluster on loopback, JetStream and the
+// MQTT listener on in each node: the floor broker of the floor's tests,
+// the bench and the laptop demo. Nodes are killed and started again to
+// play a node's failure. Start runs each node as a nats-server child
+// process (Debian's nats-server, 2.9 or later, or one named by
+// TABLECTL_NATS_SERVER): what a floor runs, killed as a crash would.
+// StartEmbedded runs them in this process (github.com/nats-io/nats-server
+// as a library, the same configuration): the laptop demo, nothing to
+// install.
 package natsserver
 
 import (
@@ -19,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // BinaryEnv names a nats-server binary to use instead of the one on PATH.
@@ -47,15 +53,17 @@ type Node struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
+	srv  *server.Server // embedded
 	done chan struct{}
 	log  strings.Builder
 }
 
 // Cluster is a running cluster.
 type Cluster struct {
-	Nodes []*Node
-	bin   string
-	dir   string
+	Nodes    []*Node
+	bin      string
+	dir      string
+	embedded bool
 }
 
 // Start runs n nodes (n >= 1; a cluster of routes when n > 1) with their
@@ -66,7 +74,16 @@ func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin, dir: dir}
+	return start(ctx, &Cluster{bin: bin, dir: dir}, n)
+}
+
+// StartEmbedded is Start with the nodes in this process.
+func StartEmbedded(ctx context.Context, dir string, n int) (*Cluster, error) {
+	return start(ctx, &Cluster{dir: dir, embedded: true}, n)
+}
+
+func start(ctx context.Context, c *Cluster, n int) (*Cluster, error) {
+	dir := c.dir
 	ports := make([]int, 0, 3*n)
 	for range 3 * n {
 		p, err := freePort()
@@ -126,6 +143,9 @@ func (nd *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", nd.Clie
 func (nd *Node) MQTTAddr() string { return fmt.Sprintf("127.0.0.1:%d", nd.MQTTPort) }
 
 func (c *Cluster) startNode(nd *Node) error {
+	if c.embedded {
+		return c.startEmbedded(nd)
+	}
 	cmd := exec.Command(c.bin, "-c", nd.conf)
 	out, err := cmd.StderrPipe()
 	if err != nil {
@@ -184,19 +204,64 @@ func (nd *Node) waitReady(ctx context.Context, wait time.Duration, clustered boo
 	return fmt.Errorf("nats-server %s not ready in %s:\n%s", nd.Name, wait, tail(nd.log.String(), 30))
 }
 
-// Kill kills node i as a crash would.
+// startEmbedded runs nd in this process, on its configuration file.
+func (c *Cluster) startEmbedded(nd *Node) error {
+	opts, err := server.ProcessConfigFile(nd.conf)
+	if err != nil {
+		return fmt.Errorf("nats-server %s: %w", nd.Name, err)
+	}
+	opts.NoSigs = true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("nats-server %s: %w", nd.Name, err)
+	}
+	srv.SetLoggerV2(nodeLog{nd}, false, false, false)
+	nd.mu.Lock()
+	nd.srv, nd.done = srv, make(chan struct{})
+	done := nd.done
+	nd.mu.Unlock()
+	srv.Start()
+	go func() {
+		srv.WaitForShutdown()
+		close(done)
+	}()
+	return nil
+}
+
+// nodeLog keeps what an embedded node says, as a child's stderr is kept.
+type nodeLog struct{ nd *Node }
+
+func (l nodeLog) logf(level, format string, v ...any) {
+	l.nd.mu.Lock()
+	defer l.nd.mu.Unlock()
+	if l.nd.log.Len() < 4<<20 {
+		fmt.Fprintf(&l.nd.log, "["+level+"] "+format+"\n", v...)
+	}
+}
+func (l nodeLog) Noticef(format string, v ...any) { l.logf("INF", format, v...) }
+func (l nodeLog) Warnf(format string, v ...any)   { l.logf("WRN", format, v...) }
+func (l nodeLog) Fatalf(format string, v ...any)  { l.logf("FTL", format, v...) }
+func (l nodeLog) Errorf(format string, v ...any)  { l.logf("ERR", format, v...) }
+func (l nodeLog) Debugf(format string, v ...any)  {}
+func (l nodeLog) Tracef(format string, v ...any)  {}
+
+// Kill kills node i as a crash would (an embedded node: shut down).
 func (c *Cluster) Kill(i int) {
 	nd := c.Nodes[i]
 	nd.mu.Lock()
-	cmd, done := nd.cmd, nd.done
+	cmd, srv, done := nd.cmd, nd.srv, nd.done
 	nd.mu.Unlock()
-	if cmd == nil {
+	switch {
+	case cmd != nil:
+		cmd.Process.Kill()
+	case srv != nil:
+		srv.Shutdown()
+	default:
 		return
 	}
-	cmd.Process.Kill()
 	<-done
 	nd.mu.Lock()
-	nd.cmd = nil
+	nd.cmd, nd.srv = nil, nil
 	nd.mu.Unlock()
 }
 

@@ -1,0 +1,512 @@
+package floor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablectl/tablectl/audit"
+)
+
+// PGStore is the floor's PostgreSQL database: one schema holding every
+// witnessed row, fork, checkpoint, alert and each table's line.
+type PGStore struct {
+	pool   *pgxpool.Pool
+	schema string // quoted
+	name   string // unquoted
+	own    bool   // the pool is the store's (Open)
+}
+
+// OpenStore uses pool and the schema name (created when missing, with its
+// tables: docs/floor.md).
+func OpenStore(ctx context.Context, pool *pgxpool.Pool, schema string) (*PGStore, error) {
+	if schema == "" {
+		schema = "floor"
+	}
+	s := &PGStore{pool: pool, schema: pgx.Identifier{schema}.Sanitize(), name: schema}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	defer conn.Release()
+	// Two witnesses starting together would race on CREATE ... IF NOT
+	// EXISTS (it is not atomic in PostgreSQL); one at a time.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, "tablectl-floor-schema/"+schema); err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, "tablectl-floor-schema/"+schema)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+s.schema+";"+s.sql(schemaSQL)); err != nil {
+		return nil, fmt.Errorf("floor database: create schema %s: %w", schema, err)
+	}
+	return s, nil
+}
+
+// schemaSQL is the floor's schema; "S." is the schema's name.
+const schemaSQL = `
+CREATE TABLE IF NOT EXISTS S.tables (
+	table_id     text PRIMARY KEY,
+	contig       bigint NOT NULL DEFAULT 0,   -- rows 1..contig are all witnessed
+	max_seq      bigint NOT NULL DEFAULT 0,
+	last_seen    timestamptz,                 -- when the floor last had a row or checkpoint
+	hole_since   timestamptz,                 -- since when contig < max_seq
+	resync_asked timestamptz,
+	silent       boolean NOT NULL DEFAULT false,
+	cp_seq       bigint NOT NULL DEFAULT 0,   -- the latest checkpoint witnessed
+	cp_signed_at timestamptz
+);
+CREATE TABLE IF NOT EXISTS S.rows (
+	table_id     text NOT NULL,
+	seq          bigint NOT NULL,
+	at           text NOT NULL,
+	kind         text NOT NULL,
+	shoe         bigint NOT NULL,
+	coup         bigint NOT NULL,
+	body         bytea NOT NULL,
+	prev_hash    bytea NOT NULL,
+	hash         bytea NOT NULL,
+	witnessed_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_id, seq)
+);
+CREATE TABLE IF NOT EXISTS S.forks (
+	table_id     text NOT NULL,
+	seq          bigint NOT NULL,
+	at           text NOT NULL,
+	kind         text NOT NULL,
+	shoe         bigint NOT NULL,
+	coup         bigint NOT NULL,
+	body         bytea NOT NULL,
+	prev_hash    bytea NOT NULL,
+	hash         bytea NOT NULL,
+	witnessed_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_id, seq, hash)
+);
+CREATE TABLE IF NOT EXISTS S.checkpoints (
+	table_id     text NOT NULL,
+	seq          bigint NOT NULL,
+	head_hash    bytea NOT NULL,
+	signed_at    text NOT NULL,
+	signed_ns    bigint NOT NULL,
+	key_id       text NOT NULL,
+	signature    bytea NOT NULL,
+	verified     boolean NOT NULL,
+	witnessed_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_id, seq, head_hash, signed_ns)
+);
+CREATE INDEX IF NOT EXISTS checkpoints_by_time ON S.checkpoints (table_id, signed_ns);
+CREATE TABLE IF NOT EXISTS S.alerts (
+	id          bigserial PRIMARY KEY,
+	table_id    text NOT NULL,
+	kind        text NOT NULL,
+	key         text NOT NULL,
+	seq         bigint NOT NULL,
+	message     text NOT NULL,
+	tamper      boolean NOT NULL,
+	witness     text NOT NULL,
+	raised_at   timestamptz NOT NULL DEFAULT now(),
+	resolved_at timestamptz,
+	UNIQUE (table_id, kind, key)
+);
+`
+
+// Pool is the store's connection pool.
+func (s *PGStore) Pool() *pgxpool.Pool { return s.pool }
+
+// Schema is the store's schema name, quoted for SQL.
+func (s *PGStore) Schema() string { return s.schema }
+
+// sql replaces "S." in q with the schema.
+func (s *PGStore) sql(q string) string { return strings.ReplaceAll(q, "S.", s.schema+".") }
+
+// apply stores one batch in one transaction and returns the alerts it
+// raised and resolved (to publish once committed). Every table of the
+// batch is locked for the transaction, in name order, so two witnesses
+// never judge one table's rows at once and never deadlock.
+func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witness string, now time.Time) ([]Alert, error) {
+	tables, byTable := batchTables(items)
+
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("floor database: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	// Read: each table's lock, line, the rows around the batch's rows and
+	// the checkpoints around the batch's checkpoints, in one round trip.
+	rd := &pgx.Batch{}
+	for _, t := range tables {
+		rd.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.name+"/"+t)
+		rd.Queue(s.sql(`SELECT contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM S.tables WHERE table_id = $1`), t)
+		var seqs, cpSeqs, cpNs []int64
+		for _, it := range byTable[t] {
+			if it.row != nil {
+				seqs = append(seqs, it.row.Seq-1, it.row.Seq, it.row.Seq+1)
+				cpSeqs = append(cpSeqs, it.row.Seq)
+			}
+			if it.cp != nil {
+				seqs = append(seqs, it.cp.Seq)
+				cpSeqs = append(cpSeqs, it.cp.Seq)
+				cpNs = append(cpNs, it.cp.SignedAt.UnixNano())
+			}
+		}
+		rd.Queue(s.sql(`SELECT seq, prev_hash, hash FROM S.rows WHERE table_id = $1 AND seq = ANY($2)`), t, seqs)
+		rd.Queue(s.sql(`SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = $1 AND seq = ANY($2)`), t, cpSeqs)
+		rd.Queue(s.sql(`SELECT DISTINCT seq FROM S.forks WHERE table_id = $1 AND seq = ANY($2)`), t, seqs)
+		rd.Queue(s.sql(`SELECT p.seq, p.head_hash, p.signed_ns FROM unnest($2::bigint[]) AS t(ns),
+			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns < t.ns ORDER BY signed_ns DESC LIMIT 1) p
+			UNION
+			SELECT n.seq, n.head_hash, n.signed_ns FROM unnest($2::bigint[]) AS t(ns),
+			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns > t.ns ORDER BY signed_ns LIMIT 1) n`), t, cpNs)
+	}
+	reads := make([]tableRead, len(tables))
+	br := tx.SendBatch(ctx, rd)
+	for i := range tables {
+		reads[i] = newTableRead()
+		r := &reads[i]
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, fmt.Errorf("floor database: lock %s: %w", tables[i], err)
+		}
+		err := br.QueryRow().Scan(&r.st.contig, &r.st.max, &r.st.silent, &r.st.cpSeq, &r.st.cpSignedAt, &r.st.holeSince, &r.st.lastSeen, &r.st.resyncAsked)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			br.Close()
+			return nil, fmt.Errorf("floor database: table %s: %w", tables[i], err)
+		default:
+			r.st.known = true
+		}
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return nil, fmt.Errorf("floor database: rows of %s: %w", tables[i], err)
+		}
+		for rows.Next() {
+			var seq int64
+			var prev, hash []byte
+			if err := rows.Scan(&seq, &prev, &hash); err != nil {
+				rows.Close()
+				br.Close()
+				return nil, fmt.Errorf("floor database: rows of %s: %w", tables[i], err)
+			}
+			r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
+		}
+		rows.Close()
+		for q := 0; q < 3; q++ {
+			rows, err := br.Query()
+			if err != nil {
+				br.Close()
+				return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
+			}
+			for q == 1 && rows.Next() {
+				var seq int64
+				if err := rows.Scan(&seq); err != nil {
+					rows.Close()
+					br.Close()
+					return nil, fmt.Errorf("floor database: forks of %s: %w", tables[i], err)
+				}
+				r.forkAt[seq] = true
+			}
+			for rows.Next() {
+				var c cpRef
+				var head []byte
+				if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
+					rows.Close()
+					br.Close()
+					return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
+				}
+				c.head = toHash(head)
+				if q == 0 {
+					r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
+				} else {
+					r.cpsAside = append(r.cpsAside, c)
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				br.Close()
+				return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
+			}
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("floor database: read: %w", err)
+	}
+
+	// Judge, in memory, then write in one round trip.
+	writes, alerts := judge(tables, byTable, reads, reg, witness, now)
+	wr := &pgx.Batch{}
+	var resolveSilent []string
+	for _, w := range writes {
+		t, ins, forks, insCP, verified := w.table, w.ins, w.forks, w.insCP, w.verified
+		// Writes.
+		if len(ins) > 0 {
+			n := len(ins)
+			seq, at, kind, shoe, cp, body, prev, hash := make([]int64, n), make([]string, n), make([]string, n), make([]int64, n), make([]int64, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
+			for k, row := range ins {
+				seq[k], at[k], kind[k], shoe[k], cp[k], body[k] = row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body
+				prev[k], hash[k] = row.PrevHash[:], row.Hash[:]
+			}
+			wr.Queue(s.sql(`INSERT INTO S.rows (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at)
+				SELECT $1, * , $10 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bytea[], $8::bytea[], $9::bytea[])`),
+				t, seq, at, kind, shoe, cp, body, prev, hash, now)
+		}
+		for _, row := range forks {
+			wr.Queue(s.sql(`INSERT INTO S.forks (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`),
+				t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], now)
+		}
+		if n := len(insCP); n > 0 {
+			seq, head, at, ns, kid, sig := make([]int64, n), make([][]byte, n), make([]string, n), make([]int64, n), make([]string, n), make([][]byte, n)
+			for k, c := range insCP {
+				seq[k], head[k], at[k], ns[k], kid[k], sig[k] = c.Seq, c.HeadHash[:], c.SignedAt.UTC().Format(time.RFC3339Nano), c.SignedAt.UnixNano(), c.KeyID, c.Signature
+			}
+			wr.Queue(s.sql(`INSERT INTO S.checkpoints (table_id, seq, head_hash, signed_at, signed_ns, key_id, signature, verified, witnessed_at)
+				SELECT $1, *, $9 FROM unnest($2::bigint[], $3::bytea[], $4::text[], $5::bigint[], $6::text[], $7::bytea[], $8::boolean[]) ON CONFLICT DO NOTHING`),
+				t, seq, head, at, ns, kid, sig, verified, now)
+		}
+		wr.Queue(s.sql(`INSERT INTO S.tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES ($1,$2,$3,$4,$5,false,$6,$7)
+			ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq, last_seen = GREATEST(S.tables.last_seen, excluded.last_seen),
+			hole_since = excluded.hole_since, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at,
+			silent = S.tables.silent AND excluded.last_seen <= S.tables.last_seen`),
+			t, w.contig, w.maxSeq, w.seenAt, w.holeSince, w.cpSeq, w.cpSignedAt)
+		if w.rescan {
+			// A hole was filled below rows witnessed earlier: walk up to the
+			// next hole.
+			wr.Queue(s.sql(`UPDATE S.tables SET contig = coalesce((SELECT min(r.seq) FROM S.rows r WHERE r.table_id = $1 AND r.seq >= $2
+				AND NOT EXISTS (SELECT 1 FROM S.rows n WHERE n.table_id = $1 AND n.seq = r.seq + 1)), contig),
+				hole_since = CASE WHEN max_seq <= coalesce((SELECT min(r.seq) FROM S.rows r WHERE r.table_id = $1 AND r.seq >= $2
+				AND NOT EXISTS (SELECT 1 FROM S.rows n WHERE n.table_id = $1 AND n.seq = r.seq + 1)), contig) THEN NULL ELSE hole_since END
+				WHERE table_id = $1`), t, w.contig)
+		}
+		if w.resolveSilent {
+			resolveSilent = append(resolveSilent, t)
+		}
+	}
+	// Alerts: stored once (the key makes a second witness's copy of the
+	// same alert a no-op), published by whoever stored it.
+	nAlerts := len(alerts)
+	for _, a := range alerts {
+		wr.Queue(s.sql(`INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
+			ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`), a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At)
+	}
+	for _, t := range resolveSilent {
+		wr.Queue(s.sql(`UPDATE S.alerts SET resolved_at = $2 WHERE table_id = $1 AND kind = 'silent' AND resolved_at IS NULL RETURNING id, seq, message`), t, now)
+	}
+	bw := tx.SendBatch(ctx, wr)
+	for k := 0; k < wr.Len()-nAlerts-len(resolveSilent); k++ {
+		if _, err := bw.Exec(); err != nil {
+			bw.Close()
+			return nil, fmt.Errorf("floor database: write: %w", err)
+		}
+	}
+	var out []Alert
+	for k := range nAlerts {
+		var id int64
+		err := bw.QueryRow().Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // stored already
+		}
+		if err != nil {
+			bw.Close()
+			return nil, fmt.Errorf("floor database: alert: %w", err)
+		}
+		a := alerts[k]
+		a.ID = id
+		out = append(out, a)
+	}
+	for _, t := range resolveSilent {
+		rows, err := bw.Query()
+		if err != nil {
+			bw.Close()
+			return nil, fmt.Errorf("floor database: resolve: %w", err)
+		}
+		for rows.Next() {
+			a := Alert{State: "resolved", Table: t, Kind: AlertSilent, Witness: witness, At: now}
+			if err := rows.Scan(&a.ID, &a.Seq, &a.Message); err != nil {
+				rows.Close()
+				bw.Close()
+				return nil, fmt.Errorf("floor database: resolve: %w", err)
+			}
+			out = append(out, a)
+		}
+		rows.Close()
+	}
+	if err := bw.Close(); err != nil {
+		return nil, fmt.Errorf("floor database: write: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("floor database: commit: %w", err)
+	}
+	return out, nil
+}
+
+// Close closes the pool if Open made it; the pool given to OpenStore is
+// the caller's.
+func (s *PGStore) Close() {
+	if s.own {
+		s.pool.Close()
+	}
+}
+
+func (s *PGStore) lines(ctx context.Context) ([]tableLine, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT table_id, contig, max_seq, hole_since, last_seen, resync_asked, silent FROM S.tables`))
+	if err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	defer rows.Close()
+	var lines []tableLine
+	for rows.Next() {
+		var l tableLine
+		if err := rows.Scan(&l.table, &l.contig, &l.max, &l.hole, &l.seen, &l.asked, &l.silent); err != nil {
+			return nil, fmt.Errorf("floor database: %w", err)
+		}
+		lines = append(lines, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	return lines, nil
+}
+
+func (s *PGStore) claimResync(ctx context.Context, table string, now, before time.Time) (from, upTo int64, ok bool, err error) {
+	// One witness asks: the one whose update wins.
+	var maxSeq int64
+	err = s.pool.QueryRow(ctx, s.sql(`UPDATE S.tables SET resync_asked = $2 WHERE table_id = $1 AND contig < max_seq
+		AND (resync_asked IS NULL OR resync_asked <= $3) RETURNING contig + 1, max_seq`), table, now, before).Scan(&from, &maxSeq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("floor database: %w", err)
+	}
+	if err := s.pool.QueryRow(ctx, s.sql(`SELECT coalesce(min(seq), $3) FROM S.rows WHERE table_id = $1 AND seq > $2`), table, from, maxSeq+1).Scan(&upTo); err != nil {
+		return 0, 0, false, fmt.Errorf("floor database: %w", err)
+	}
+	return from, upTo, true, nil
+}
+
+func (s *PGStore) markSilent(ctx context.Context, table string, seen time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.sql(`UPDATE S.tables SET silent = true WHERE table_id = $1 AND NOT silent AND last_seen = $2`), table, seen)
+	if err != nil {
+		return false, fmt.Errorf("floor database: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (s *PGStore) raise(ctx context.Context, a Alert) (Alert, bool, error) {
+	err := s.pool.QueryRow(ctx, s.sql(`INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
+		ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`), a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At).Scan(&a.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, false, nil
+	}
+	if err != nil {
+		return a, false, fmt.Errorf("floor database: alert: %w", err)
+	}
+	return a, true, nil
+}
+
+func (s *PGStore) resolve(ctx context.Context, table, kind string, now time.Time) ([]Alert, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`UPDATE S.alerts SET resolved_at = $3 WHERE table_id = $1 AND kind = $2 AND resolved_at IS NULL RETURNING id, seq, message`), table, kind, now)
+	if err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	defer rows.Close()
+	var out []Alert
+	for rows.Next() {
+		a := Alert{State: "resolved", Table: table, Kind: kind, At: now, Tamper: Tamper(kind)}
+		if err := rows.Scan(&a.ID, &a.Seq, &a.Message); err != nil {
+			return nil, fmt.Errorf("floor database: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func (s *PGStore) viewLines(ctx context.Context, since time.Time) ([]viewLine, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT t.table_id, t.contig, t.max_seq, t.last_seen, t.cp_signed_at,
+		(SELECT count(*) FROM S.rows r WHERE r.table_id = t.table_id AND r.kind = 'coup_result' AND r.witnessed_at > $1)
+		FROM S.tables t`), since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var lines []viewLine
+	for rows.Next() {
+		var l viewLine
+		if err := rows.Scan(&l.table, &l.contig, &l.max, &l.seen, &l.cp, &l.coups); err != nil {
+			return nil, err
+		}
+		lines = append(lines, l)
+	}
+	return lines, rows.Err()
+}
+
+func (s *PGStore) openAlerts(ctx context.Context) ([]Alert, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT id, table_id, kind, seq, message, tamper, witness, raised_at FROM S.alerts WHERE resolved_at IS NULL ORDER BY id`))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Alert
+	for rows.Next() {
+		a := Alert{State: "raised"}
+		if err := rows.Scan(&a.ID, &a.Table, &a.Kind, &a.Seq, &a.Message, &a.Tamper, &a.Witness, &a.At); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func (s *PGStore) witnessed(ctx context.Context, table string, f func(int64, audit.Hash) error) error {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT seq, hash FROM S.rows WHERE table_id = $1 ORDER BY seq`), table)
+	if err != nil {
+		return fmt.Errorf("floor database: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var h []byte
+		if err := rows.Scan(&seq, &h); err != nil {
+			return fmt.Errorf("floor database: %w", err)
+		}
+		if err := f(seq, toHash(h)); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("floor database: %w", err)
+	}
+	return nil
+}
+
+func (s *PGStore) forkedSeqs(ctx context.Context, table string) (n int64, err error) {
+	if err := s.pool.QueryRow(ctx, s.sql(`SELECT count(DISTINCT seq) FROM S.forks WHERE table_id = $1`), table).Scan(&n); err != nil {
+		return 0, fmt.Errorf("floor database: %w", err)
+	}
+	return n, nil
+}
+
+func (s *PGStore) tamperAlerts(ctx context.Context, table string) ([]Alert, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT kind, seq FROM S.alerts WHERE table_id = $1 AND tamper ORDER BY id`), table)
+	if err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	defer rows.Close()
+	var out []Alert
+	for rows.Next() {
+		a := Alert{Table: table, Tamper: true}
+		if err := rows.Scan(&a.Kind, &a.Seq); err != nil {
+			return nil, fmt.Errorf("floor database: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	return out, nil
+}
