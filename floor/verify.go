@@ -31,20 +31,28 @@ type TrailReport struct {
 	// Forks are seqs the table published with two hashes.
 	Forks int64 `json:"forks,omitempty"`
 	// Alerts are the tamper alerts the floor raised for the table.
-	Alerts  []string `json:"alerts,omitempty"`
-	differN int64
+	Alerts []string `json:"alerts,omitempty"`
+	// NothingWitnessed: the trail has rows and the witness holds none of
+	// this table's: a wrong database, schema or table name, or a floor
+	// that never received the table. Nothing was compared, so it is not a
+	// match.
+	NothingWitnessed bool `json:"nothing_witnessed,omitempty"`
+	differN          int64
 }
 
 // OK reports whether the trail is what the floor witnessed: no row
 // differs, none is missing at the end, the table never forked and the
 // floor raised no tamper alert for it.
 func (r *TrailReport) OK() bool {
-	return r.differN == 0 && r.Beyond == 0 && r.Forks == 0 && len(r.Alerts) == 0
+	return r.differN == 0 && r.Beyond == 0 && r.Forks == 0 && len(r.Alerts) == 0 && !r.NothingWitnessed
 }
 
 // Summary is the report in one line.
 func (r *TrailReport) Summary() string {
 	verdict := "matches the witness"
+	if r.NothingWitnessed {
+		return fmt.Sprintf("%s: NOT COMPARED: the witness holds no row of this table (wrong database, schema or table?); trail head %d", r.Table, r.TrailHead)
+	}
 	if !r.OK() {
 		verdict = "DIFFERS from the witness"
 	}
@@ -121,6 +129,7 @@ func VerifyTrail(ctx context.Context, trail Trail, s Store, table string) (*Trai
 			rep.Beyond++
 		}
 	}
+	rep.NothingWitnessed = len(all) == 0 && rep.TrailHead > 0
 	var err error
 	if rep.Forks, err = s.forkedSeqs(ctx, table); err != nil {
 		return nil, err

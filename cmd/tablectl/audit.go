@@ -123,6 +123,8 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 		}
 	}
 	switch {
+	case witnessed != nil && witnessed.NothingWitnessed:
+		return fmt.Errorf("%w: the witness holds no row of table %s to compare with", errUnverified, witnessed.Table)
 	case witnessed != nil && !witnessed.OK():
 		return fmt.Errorf("%w: it differs from what the floor witnessed", errTampered)
 	case rep.Tampered():

@@ -96,6 +96,17 @@ func TestAuditVerifyWitness(t *testing.T) {
 	if !strings.Contains(out.String(), "matches the witness: 6 rows matched") {
 		t.Errorf("honest: %s", out.String())
 	}
+	// A witness that holds nothing of this table (here: another schema
+	// of the floor's database) compares nothing: that is not a match.
+	other, otherSchema := floortest.Postgres(t)
+	if _, err := floor.OpenStore(ctx, other, otherSchema); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = runAudit([]string{"verify", "--db", honest, "--pubkey", pubFile, "--witness", url, "--witness-schema", otherSchema}, &out)
+	if !errors.Is(err, errUnverified) || !strings.Contains(out.String(), "NOT COMPARED: the witness holds no row of this table") {
+		t.Errorf("against an empty witness: %v\n%s", err, out.String())
+	}
 	// Root on the box: the first three rows kept, three others dealt in
 	// their place, checkpoints signed by the box's own key.
 	rewritten := filepath.Join(dir, "rewritten.db")
