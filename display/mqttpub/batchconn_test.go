@@ -96,3 +96,34 @@ func TestBatchConnPeerGone(t *testing.T) {
 	}
 	b.Close()
 }
+
+// TestBatchConnRead: what the peer sends arrives whole and in order
+// through the read buffer, in reads of any size.
+func TestBatchConnRead(t *testing.T) {
+	c, s := tcpPair(t)
+	b := newBatchConn(c)
+	defer b.Close()
+	var want bytes.Buffer
+	for i := range 5000 {
+		fmt.Fprintf(&want, "puback %d;", i)
+	}
+	go func() {
+		s.Write(want.Bytes())
+		s.Close()
+	}()
+	var got bytes.Buffer
+	p := make([]byte, 3)
+	for {
+		n, err := b.Read(p[:1+got.Len()%3])
+		got.Write(p[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatalf("read %d bytes, want %d; first difference at %d", got.Len(), want.Len(), firstDiff(got.Bytes(), want.Bytes()))
+	}
+}
