@@ -80,6 +80,8 @@ type Stats struct {
 // Options are a Link's consumer and test seams; only OnData is required.
 type Options struct {
 	// OnData receives the bytes read, in order; p is the callee's to keep.
+	// What was read while the call before ran comes in one call (up to
+	// 8 KiB), so a consumer that falls behind catches up in larger steps.
 	OnData func(p []byte)
 	// OnState receives each change of status: a new State, or a new reason
 	// for being Disconnected (retries for the same reason are not
