@@ -12,7 +12,8 @@
 //     the session; on Linux an unplugged adapter, or a pseudo-terminal whose
 //     master closed, reads as a hang-up (ErrHangup): a zero-length read or EIO.
 //   - Delivery. Bytes go from the reader to the consumer through a bounded
-//     queue of chunks. When the queue is full the reader waits; nothing is
+//     queue of chunks; the chunks that queued while the consumer was busy
+//     reach it in one call. When the queue is full the reader waits; nothing is
 //     dropped here, so the bytes back up in the kernel's tty buffer, which
 //     drops them if the consumer stays behind long enough. If the wait
 //     lasts StallAfter, the Link logs a warning and counts a stall; it

@@ -80,6 +80,8 @@ type Stats struct {
 // Options are a Link's consumer and test seams; only OnData is required.
 type Options struct {
 	// OnData receives the bytes read, in order; p is the callee's to keep.
+	// What was read while the call before ran comes in one call (up to
+	// 8 KiB), so a consumer that falls behind catches up in larger steps.
 	OnData func(p []byte)
 	// OnState receives each change of status: a new State, or a new reason
 	// for being Disconnected (retries for the same reason are not
@@ -112,6 +114,9 @@ const (
 	// readSize is the largest chunk read at once: well over what a shoe
 	// sends between two reads at 9600 baud.
 	readSize = 512
+	// maxDeliver bounds what one OnData call gathers of the chunks that
+	// queued while the one before ran.
+	maxDeliver = 16 * readSize
 )
 
 // port is what a Link needs of a serial port; serial.Port has it.
@@ -340,8 +345,25 @@ func (l *Link) session(ctx context.Context, name string, p port) (delivered bool
 			if c.err != nil {
 				return delivered, c.err
 			}
+			// What queued while OnData was busy goes in one call (the
+			// controller commits one call's sentences in one transaction):
+			// a consumer that falls behind catches up in larger steps.
+			data, err := c.data, error(nil)
+		more:
+			for len(data) < maxDeliver {
+				select {
+				case m := <-q:
+					if m.err != nil {
+						err = m.err
+						break more
+					}
+					data = append(data, m.data...)
+				default:
+					break more
+				}
+			}
 			delivered = true
-			l.bytes.Add(uint64(len(c.data)))
+			l.bytes.Add(uint64(len(data)))
 			if timer != nil {
 				timer.Reset(l.silentAfter)
 			}
@@ -349,7 +371,10 @@ func (l *Link) session(ctx context.Context, name string, p port) (delivered bool
 				state = Connected
 				l.report(Status{State: Connected, Port: name})
 			}
-			l.onData(c.data)
+			l.onData(data)
+			if err != nil {
+				return delivered, err
+			}
 		case <-silence:
 			state = Silent
 			l.silences.Add(1)

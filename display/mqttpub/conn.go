@@ -203,6 +203,9 @@ func Dial(opt ConnOptions) (*Conn, error) {
 	if opt.TLS != nil {
 		po.SetTLSConfig(opt.TLS)
 	}
+	if dial := batchDialer(opt.Broker); dial != nil {
+		po.SetCustomOpenConnectionFn(dial)
+	}
 	if opt.WillTopic != "" {
 		po.SetBinaryWill(opt.WillTopic, opt.WillPayload, 1, true)
 	}

@@ -47,6 +47,7 @@ type engine struct {
 	roadsDirty  bool // the roads changed since roadsJSON was encoded
 	checkpoint  []byte
 	shoeDue     bool
+	pricing     *shoeState         // the newest end of a coup not yet priced
 	shoe        PitShoe            // the last analysis
 	shoeJSON    []byte             // shoe encoded, nil until it is again after an analysis
 	shoeAlerts  []Message          // advantage alerts raised or resolved by it, not yet published
@@ -94,9 +95,9 @@ func (e *engine) restore(snap audit.Record) error {
 // apply moves the table copy on by one row. Rows must come in order.
 func (e *engine) apply(rec audit.Record) {
 	if e.shoeDue && !e.quiet && (coup.IsInput(rec.Kind) || strings.HasPrefix(rec.Kind, "ctl.")) {
-		// The commit that made the analysis due is complete: price the
-		// shoe as it left it, whenever the result is published.
-		e.analyseNow()
+		// The commit that made the analysis due is complete: keep the
+		// shoe as it left it, to price when the retained topics go out.
+		e.capture()
 	}
 	e.rp.Row(rec)
 	e.seq, e.at = rec.Seq, rec.At
@@ -249,6 +250,12 @@ func (e *engine) failing(reason string, head int64, at time.Time, tampered bool)
 // were last published (all of them with force, after a reconnect), and the
 // alerts that the shoe analysis and the audit state raise or resolve.
 func (e *engine) retainedMessages(force bool) []Message {
+	return append(e.viewMessages(force), e.shoeMessages()...)
+}
+
+// viewMessages are the retained topics of retainedMessages that need no
+// pricing: status, the table's views, the roads and the checkpoint.
+func (e *engine) viewMessages(force bool) []Message {
 	if force {
 		clear(e.last)
 	}
@@ -293,7 +300,28 @@ func (e *engine) retainedMessages(force bool) []Message {
 		}
 	}
 	putRaw(TopicPublicRoads, e.roadsJSON)
+	if e.checkpoint != nil {
+		putRaw(TopicPitCheckpoint, e.checkpoint)
+	}
+	return out
+}
+
+// shoeMessages are the rest of retainedMessages, what needs the shoe
+// priced: pit/shoe, the alerts its analysis and the audit state raise or
+// resolve, and pit/alerts/active. They are apart so that pricing (about a
+// millisecond) comes after the table's views are on their way.
+func (e *engine) shoeMessages() []Message {
+	var out []Message
+	putRaw := func(topic string, b []byte) {
+		if !bytes.Equal(e.last[topic], b) {
+			e.last[topic] = b
+			out = append(out, Message{Topic: e.topics.Topic(topic), QoS: 1, Retained: true, Payload: b})
+		}
+	}
 	if e.shoeDue {
+		e.capture()
+	}
+	if e.pricing != nil {
 		e.analyseNow()
 	}
 	out = append(out, e.shoeAlerts...)
@@ -309,9 +337,8 @@ func (e *engine) retainedMessages(force bool) []Message {
 		putRaw(TopicPitShoe, e.shoeJSON)
 	}
 	out = append(out, e.auditAlert()...)
-	put(TopicPitAlertsActive, e.active(t))
-	if e.checkpoint != nil {
-		putRaw(TopicPitCheckpoint, e.checkpoint)
+	if m, ok := e.msg(TopicPitAlertsActive, 1, true, e.active(e.rp.Table())); ok {
+		putRaw(TopicPitAlertsActive, m.Payload)
 	}
 	return out
 }
@@ -375,19 +402,40 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 	}
 }
 
+// shoeState is what pricing the shoe reads of the table at the end of a
+// coup: kept when the coup ends, priced when the retained topics go out.
+type shoeState struct {
+	seq        int64 // the last row of the commit that ended the coup
+	at         time.Time
+	shoe, coup int
+	phase      coup.Phase
+	comp       coup.Shoe
+	profile    coup.Profile
+}
+
+// capture keeps the table as it stands for pricing. A publisher that is
+// behind applies many coups between two publishes of its retained topics:
+// only the newest is priced (pit/shoe is the shoe as it stands, and each
+// analysis takes about a millisecond, as long as publishing a coup's rows).
+func (e *engine) capture() {
+	t := e.rp.Table()
+	e.pricing = &shoeState{seq: e.seq, at: e.at, shoe: t.ShoeNumber(), coup: t.CoupNumber(), phase: t.Phase(),
+		comp: t.Remaining(), profile: t.Config().Profile}
+	e.shoeDue = false
+}
+
 func (e *engine) analyseNow() {
-	shoe, alerts := e.analyse(e.rp.Table())
-	e.shoe, e.shoeDue, e.shoeJSON = shoe, false, nil
+	shoe, alerts := e.analyse(e.pricing)
+	e.pricing, e.shoe, e.shoeJSON = nil, shoe, nil
 	e.shoeAlerts = append(e.shoeAlerts, alerts...)
 }
 
 // analyse prices every bet on the remaining shoe and raises or resolves an
 // advantage alert for each bet whose EV crossed zero. Advantage alerts are
 // information for the pit: they do not suspend the table.
-func (e *engine) analyse(t *coup.Table) (PitShoe, []Message) {
-	v := t.PitView()
-	comp := t.Remaining()
-	ps := PitShoe{Seq: e.seq, Shoe: v.Shoe, Coup: v.Coup, Phase: v.Phase, Decks: comp.Decks(), CardsRemaining: comp.Remaining(),
+func (e *engine) analyse(t *shoeState) (PitShoe, []Message) {
+	comp := t.comp
+	ps := PitShoe{Seq: t.seq, Shoe: t.shoe, Coup: t.coup, Phase: t.phase, Decks: comp.Decks(), CardsRemaining: comp.Remaining(),
 		Ranks: map[string]int{}, Cards: map[string]int{}, Bets: []BetEV{}, Advantage: []coup.Bet{}}
 	counts := comp.Counts()
 	for i, n := range counts {
@@ -397,13 +445,12 @@ func (e *engine) analyse(t *coup.Table) (PitShoe, []Message) {
 	}
 	positive := map[coup.Bet]BetEV{}
 	switch {
-	case t.ShoeNumber() == 0:
+	case t.shoe == 0:
 		ps.Note = "no shoe yet"
-	case t.Phase() == coup.PhaseNoShoe:
+	case t.phase == coup.PhaseNoShoe:
 		ps.Note = "the shoe is over"
 	default:
-		profile := t.Config().Profile
-		an, err := coup.Analyze(&comp, &profile)
+		an, err := coup.Analyze(&comp, &t.profile)
 		if err != nil {
 			ps.Note = err.Error()
 			break
@@ -427,7 +474,7 @@ func (e *engine) analyse(t *coup.Table) (PitShoe, []Message) {
 	for _, b := range slices.Sorted(mapsKeys(e.advantage)) {
 		if _, still := positive[b]; !still {
 			a := e.advantage[b]
-			a.State, a.Seq, a.At = AlertResolved, e.seq, e.at
+			a.State, a.Seq, a.At = AlertResolved, t.seq, t.at
 			a.Message = fmt.Sprintf("%s is back in the house's favour", b)
 			delete(e.advantage, b)
 			if m, ok := e.msg(TopicPitAlerts, 1, false, a); ok {
@@ -441,7 +488,7 @@ func (e *engine) analyse(t *coup.Table) (PitShoe, []Message) {
 		}
 		ev := *positive[b].EV
 		a := Alert{State: AlertRaised, ID: fmt.Sprintf("advantage-%d-%s", ps.Shoe, b), Source: SourceAdvantage, Kind: "advantage",
-			Shoe: ps.Shoe, Coup: ps.Coup, Bet: b, EV: ev, Seq: e.seq, At: e.at,
+			Shoe: ps.Shoe, Coup: ps.Coup, Bet: b, EV: ev, Seq: t.seq, At: t.at,
 			Message: fmt.Sprintf("%s now favours the player: EV %+.2f%% per unit with %d cards left", b, 100*ev, ps.CardsRemaining)}
 		e.advantage[b] = a
 		if m, ok := e.msg(TopicPitAlerts, 1, false, a); ok {

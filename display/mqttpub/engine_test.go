@@ -148,7 +148,8 @@ func TestFreshShoeOdds(t *testing.T) {
 		e.rp.Table().Apply(in)
 		_ = i
 	}
-	ps, alerts := e.analyse(e.rp.Table())
+	e.capture()
+	ps, alerts := e.analyse(e.pricing)
 	if len(alerts) != 0 || len(ps.Advantage) != 0 || ps.CardsRemaining != 416 || ps.Ranks["K"] != 32 || ps.Cards["AS"] != 8 {
 		t.Fatalf("%+v %v", ps, alerts)
 	}

@@ -422,7 +422,11 @@ func (p *Publisher) takeFailure() bool {
 
 func (p *Publisher) publishRetained() {
 	g := group{seq: p.acked.Load()}
-	for _, m := range p.eng.retainedMessages(false) {
+	// The table's views go out before the shoe is priced.
+	for _, m := range p.eng.viewMessages(false) {
+		g.toks = append(g.toks, p.send(m))
+	}
+	for _, m := range p.eng.shoeMessages() {
 		g.toks = append(g.toks, p.send(m))
 	}
 	if len(g.toks) > 0 {
@@ -492,18 +496,26 @@ func (p *Publisher) pages(ctx context.Context, from, to int64, f func(audit.Reco
 }
 
 // handle applies one new row and publishes what it calls for; at is when
-// it was committed (zero for a row read back from the trail).
+// it was committed (zero for a row read back from the trail). The row's
+// event depends on the row alone: it goes out first, and the table copy
+// takes the row while the broker has it.
 func (p *Publisher) handle(ctx context.Context, changed <-chan struct{}, rec audit.Record, at time.Time) error {
+	first := p.send(p.eng.eventMessage(rec))
 	p.eng.apply(rec)
 	p.applied = rec.Seq
 	p.dirty = true
-	return p.emit(ctx, changed, rec, at)
+	return p.emitAfter(ctx, changed, rec, at, first)
 }
 
 // emit publishes a row's event, its alert and reply, and carries out a
 // resync it records; at times the row's publish (zero: untimed).
 func (p *Publisher) emit(ctx context.Context, changed <-chan struct{}, rec audit.Record, at time.Time) error {
-	toks := []Token{p.send(p.eng.eventMessage(rec))}
+	return p.emitAfter(ctx, changed, rec, at, p.send(p.eng.eventMessage(rec)))
+}
+
+// emitAfter is emit once the row's event is sent (its token first).
+func (p *Publisher) emitAfter(ctx context.Context, changed <-chan struct{}, rec audit.Record, at time.Time, first Token) error {
+	toks := []Token{first}
 	for _, m := range p.eng.rowMessages(rec) {
 		toks = append(toks, p.send(m))
 	}
