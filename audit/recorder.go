@@ -50,6 +50,9 @@ type RecorderOptions struct {
 	// NoHistoryCheck leaves out the background verification of the rows
 	// before the snapshot a start used (tests of other things).
 	NoHistoryCheck bool
+	// Segments, when set, makes the trail a directory of sealed segments
+	// (OpenDir), cut over as it says; nil keeps the trail one file.
+	Segments *SegmentPolicy
 }
 
 // Commit is what one committed input produced: its rows (the input first,
@@ -81,6 +84,7 @@ type Recorder struct {
 	lost    lostInput // what was not recorded while failing
 	snapSeq int64     // the last snapshot row, 0 if none
 	start   StartInfo
+	seg     *cutState // a directory trail's cut-over; nil for one file
 
 	history historyCheck
 }
@@ -122,8 +126,22 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	if opt.SnapshotEvery == 0 {
 		opt.SnapshotEvery = SnapshotEvery
 	}
-	if err := probeWritable(path); err != nil {
-		return nil, err
+	exists := false
+	if opt.Segments != nil {
+		if err := probeWritableDir(path); err != nil {
+			return nil, err
+		}
+		segs, err := ListSegments(path)
+		if err != nil {
+			return nil, err
+		}
+		exists = len(segs) > 0
+	} else {
+		if err := probeWritable(path); err != nil {
+			return nil, err
+		}
+		_, err := os.Stat(path)
+		exists = err == nil
 	}
 	var keys []ed25519.PublicKey
 	if key, err := checkSigner(opt.Key); err != nil {
@@ -133,7 +151,7 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	}
 	var snap *Record
 	var verified int64
-	if _, err := os.Stat(path); err == nil {
+	if exists {
 		rep, s, err := verifyForStart(ctx, path, keys)
 		if err != nil {
 			return nil, fmt.Errorf("verify %s: %w", path, err)
@@ -147,12 +165,25 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 		}
 		snap, verified = s, rep.Events
 	}
-	st, err := Open(ctx, path, Options{Table: opt.Table, Clock: opt.Clock, Key: opt.Key, CheckpointEvery: opt.CheckpointEvery, Logger: opt.Logger})
+	stOpt := Options{Table: opt.Table, Clock: opt.Clock, Key: opt.Key, CheckpointEvery: opt.CheckpointEvery, Logger: opt.Logger}
+	var st *Store
+	var err error
+	if opt.Segments != nil {
+		st, err = OpenDir(ctx, path, opt.Segments.DayName(opt.Clock.Now()), stOpt)
+	} else {
+		st, err = Open(ctx, path, stOpt)
+	}
 	if err != nil {
 		return nil, err
 	}
 	r := &Recorder{opt: opt, clock: clock.Or(opt.Clock), log: opt.Logger, store: st, changed: make(chan struct{}, 1)}
 	r.start.Verified = verified
+	if opt.Segments != nil {
+		if err := r.initCut(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
 	if err := r.rebuild(ctx, snap); err != nil {
 		st.Close()
 		return nil, err
@@ -194,10 +225,18 @@ func probeWritable(path string) error {
 		return fmt.Errorf("%w: audit trail %s is read-only or cannot be opened for writing: %v", ErrWriteFailed, path, err)
 	}
 	// SQLite also writes its -wal, -shm and lock files beside the trail.
-	dir := filepath.Dir(path)
+	return probeWritableDir(filepath.Dir(path))
+}
+
+// probeWritableDir refuses a directory the controller could not write its
+// trail's files into, creating it if it does not exist.
+func probeWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("%w: audit trail directory %s cannot be made: %v", ErrWriteFailed, dir, err)
+	}
 	probe, err := os.CreateTemp(dir, ".tablectl-probe-*")
 	if err != nil {
-		return fmt.Errorf("%w: audit trail %s: its directory %s is read-only or not writable: %v", ErrWriteFailed, path, dir, err)
+		return fmt.Errorf("%w: audit trail directory %s is read-only or not writable: %v", ErrWriteFailed, dir, err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())
@@ -249,6 +288,16 @@ func (r *Recorder) rebuild(ctx context.Context, snap *Record) error {
 		r.start.Snapshot = snap.Seq
 	}
 	var events []Event
+	opening := r.seg != nil && r.store.Empty() && r.store.Base().Seq > 0
+	if opening {
+		// A segment whose opening snapshot the last run did not write:
+		// it comes first, so the segment replays alone.
+		ev, err := SnapshotEvent(r.table, r.lastAt)
+		if err != nil {
+			return err
+		}
+		events = append(events, ev)
+	}
 	if lastCfg == nil || !sameConfig(lastCfg, r.opt.Config) {
 		if err := r.table.Reconfigure(r.opt.Config); err != nil {
 			return err
@@ -265,7 +314,7 @@ func (r *Recorder) rebuild(ctx context.Context, snap *Record) error {
 		start["snapshot"] = snap.Seq
 	}
 	events = append(events, Event{Kind: KindStart, Shoe: int64(r.table.ShoeNumber()), Body: start})
-	if r.opt.SnapshotEvery > 0 && rp.Rows() >= min(r.opt.SnapshotEvery, 1000) {
+	if r.opt.SnapshotEvery > 0 && rp.Rows() >= min(r.opt.SnapshotEvery, 1000) && !opening {
 		// The next start replays from here.
 		ev, err := SnapshotEvent(r.table, r.lastAt)
 		if err != nil {
@@ -279,6 +328,9 @@ func (r *Recorder) rebuild(ctx context.Context, snap *Record) error {
 	}
 	if last := recs[len(recs)-1]; last.Kind == KindSnapshot {
 		r.snapSeq = last.Seq
+	}
+	if opening {
+		r.snapSeq = recs[0].Seq
 	}
 	r.start.First = recs[0].Seq
 	r.log.Info("trail rebuilt", "path", r.store.Path(), "snapshot", r.start.Snapshot, "rows_replayed", rp.Rows(), "rows_verified", r.start.Verified,
@@ -369,6 +421,11 @@ func (r *Recorder) SubmitBatch(ctx context.Context, ins []coup.Input) ([]Commit,
 // transaction; the table moves on only when the commit succeeded.
 func (r *Recorder) commit(ctx context.Context, ins []coup.Input) ([]Commit, error) {
 	start := time.Now()
+	if r.seg != nil && r.seg.pending {
+		if err := r.finishCut(ctx); err != nil {
+			return nil, err
+		}
+	}
 	next := r.table.Clone()
 	var evs []Event
 	cs := make([]Commit, len(ins))
@@ -414,6 +471,7 @@ func (r *Recorder) commit(ctx context.Context, ins []coup.Input) ([]Commit, erro
 			r.opt.OnCommit(cs[i])
 		}
 	}
+	r.maybeCut(ctx, r.lastAt)
 	return cs, nil
 }
 
@@ -553,6 +611,18 @@ func (r *Recorder) RunTimers(ctx context.Context) error {
 	fire.Stop()
 	retry := r.clock.NewTicker(OutageRetry)
 	defer func() { fire.Stop(); retry.Stop() }()
+	var cutC <-chan time.Time
+	if p := r.opt.Segments; p != nil {
+		// A table left idle between coups at the hour is cut within a
+		// minute of it, not at its next coup.
+		every := time.Minute
+		if p.period > 0 {
+			every = min(every, p.period/4)
+		}
+		cut := r.clock.NewTicker(every)
+		defer cut.Stop()
+		cutC = cut.C()
+	}
 	for {
 		deadline, ok := r.Deadline()
 		fireC, retryC := (<-chan time.Time)(nil), (<-chan time.Time)(nil)
@@ -571,6 +641,8 @@ func (r *Recorder) RunTimers(ctx context.Context) error {
 		case <-r.changed:
 		case <-retryC:
 			r.RetryTrail(ctx)
+		case <-cutC:
+			r.CutIfDue(ctx)
 		case <-fireC:
 			// A timer may fire a hair early by the clock: the tick is
 			// stamped no earlier than the deadline it is for.

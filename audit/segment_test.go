@@ -1,0 +1,415 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablectl/tablectl/internal/clock"
+
+	"github.com/tablectl/tablectl/coup"
+)
+
+// segPeriod is the tests' gaming day: play() spaces inputs 0.2 to 3.2 s
+// apart, so a shoe of play is cut a dozen times or so.
+const segPeriod = 2 * time.Minute
+
+func segPolicy(sealed *[]string) *SegmentPolicy {
+	return &SegmentPolicy{period: segPeriod, OnSealed: func(p string) {
+		if sealed != nil {
+			*sealed = append(*sealed, p)
+		}
+	}}
+}
+
+func openSegRecorder(t testing.TB, dir string, sealed *[]string, commits *[]Commit) *Recorder {
+	t.Helper()
+	r, err := OpenRecorder(context.Background(), dir, RecorderOptions{
+		Table: "T1", Config: vipConfig(t), Clock: clock.NewStepping(time.Date(2025, 3, 14, 15, 0, 0, 0, time.UTC), time.Millisecond),
+		Key: testKey(), CheckpointEvery: 1, Logger: quietLogger(), Segments: segPolicy(sealed),
+		OnCommit: func(c Commit) {
+			if commits != nil {
+				*commits = append(*commits, c)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func keysOpt() VerifyOptions { return VerifyOptions{PublicKeys: []ed25519.PublicKey{testPub()}} }
+
+// TestSegmentsCutBetweenCoups plays two shoes on a directory trail whose
+// gaming day is two minutes and checks the cut-overs: each falls where the
+// table is between coups, every segment but the newest ends with its seal
+// row (signed), every segment after the first opens with a snapshot, the
+// seqs run on across files, the directory verifies, and a replay across the
+// files finds nothing to differ; the rows the publisher hears are every row.
+func TestSegmentsCutBetweenCoups(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "trail")
+	var sealed []string
+	var commits []Commit
+	r := openSegRecorder(t, dir, &sealed, &commits)
+	ins := playInputs(t, rand.New(rand.NewPCG(5, 16)), 2)
+	for i := 0; i < len(ins); {
+		n := min(1+i%2, len(ins)-i)
+		if _, err := r.SubmitBatch(ctx, slices.Clone(ins[i:i+n])); err != nil {
+			t.Fatal(err)
+		}
+		i += n
+	}
+	head := r.Store().Head()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := ListSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 4 || len(sealed) != len(files)-1 {
+		t.Fatalf("%d segments, %d sealed: want several cut-overs", len(files), len(sealed))
+	}
+	// Every row the publisher heard of, in order, with no gap.
+	var seqs []int64
+	for _, c := range commits {
+		for _, rec := range c.Records {
+			seqs = append(seqs, rec.Seq)
+		}
+	}
+	for i, s := range seqs {
+		if s != seqs[0]+int64(i) {
+			t.Fatalf("OnCommit rows jump from %d to %d", seqs[i-1], s)
+		}
+	}
+	rep := mustVerify(t, dir, keysOpt())
+	requireClean(t, rep)
+	if rep.Head != head || rep.Events != head.Seq || rep.Segments != len(files) {
+		t.Fatalf("verify: head %+v events %d segments %d; want head %+v, %d segments", rep.Head, rep.Events, rep.Segments, head, len(files))
+	}
+	prevHead := Head{}
+	for i, f := range files {
+		rd, err := OpenReader(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := readAll(t, rd.Events(ctx, Query{}))
+		cps, err := rd.Checkpoints(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd.Close()
+		if rd.Base() != prevHead || rows[0].Seq != prevHead.Seq+1 || rows[0].PrevHash != prevHead.Hash {
+			t.Fatalf("segment %d: base %+v, first row %d; want it to follow %+v", i, rd.Base(), rows[0].Seq, prevHead)
+		}
+		if i > 0 && rows[0].Kind != KindSnapshot {
+			t.Errorf("segment %d opens with a %s row, want %s", i, rows[0].Kind, KindSnapshot)
+		}
+		last := rows[len(rows)-1]
+		if i < len(files)-1 {
+			if last.Kind != KindSeal || cps[len(cps)-1].Seq != last.Seq {
+				t.Fatalf("segment %d ends with %s seq %d, last checkpoint %d: want a signed seal row", i, last.Kind, last.Seq, cps[len(cps)-1].Seq)
+			}
+			var b SealBody
+			if err := json.Unmarshal(last.Body, &b); err != nil || b.Segment != filepath.Base(f) || b.FirstSeq != rows[0].Seq {
+				t.Errorf("segment %d seal %s: %v", i, last.Body, err)
+			}
+		}
+		// The table was between coups at the cut: the row before the
+		// seal leaves it so, which a replay up to there shows.
+		prevHead = Head{Seq: last.Seq, Hash: last.Hash}
+	}
+	// Replay across every file; and each cut-over fell between coups.
+	rd, err := OpenReader(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var cutsChecked int
+	var table *coup.Table
+	rp, err := Replay(rd.Events(ctx, Query{}), vipConfig(t), ReplayVisitor{
+		Input: func(_ Record, _ coup.Input, _ []coup.Event, t *coup.Table) { table = t },
+		Other: func(rec Record) {
+			if rec.Kind == KindSeal {
+				if !table.BetweenCoups() {
+					t.Errorf("seal row %d cut the trail in a coup: phase %s, coup %d", rec.Seq, table.Phase(), table.CoupNumber())
+				}
+				cutsChecked++
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rp.Differences(); len(d) > 0 {
+		t.Fatalf("replay across segments: %d differences, first %+v", len(d), d[0])
+	}
+	if cutsChecked != len(sealed) {
+		t.Fatalf("%d seal rows replayed, %d segments sealed", cutsChecked, len(sealed))
+	}
+}
+
+// TestSegmentsRecallAfterCut: just after a cut-over the last 10 coups are
+// all there, from the live table, from a replay of the directory, and from
+// a replay of the new segment alone (its older segments archived away).
+func TestSegmentsRecallAfterCut(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "trail")
+	r := openSegRecorder(t, dir, nil, nil)
+	ins := playInputs(t, rand.New(rand.NewPCG(9, 9)), 1)
+	var recall []coup.CoupRecord
+	base := r.Store().Base()
+	for _, in := range ins {
+		if _, err := r.Submit(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		if b := r.Store().Base(); b != base && len(r.Recall()) >= 10 {
+			recall = r.Recall()
+			break
+		}
+		base = r.Store().Base()
+	}
+	if recall == nil {
+		t.Fatal("no cut-over after ten coups")
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := ListSegments(dir)
+	for _, paths := range [][]string{{dir}, files[len(files)-1:]} {
+		rd, err := OpenTrail(ctx, paths...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp, err := Replay(rd.Events(ctx, Query{}), DefaultReplayConfig(), ReplayVisitor{})
+		rd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := rp.Differences(); len(d) > 0 {
+			t.Fatalf("%v: %d differences, first %+v", paths, len(d), d[0])
+		}
+		if got := rp.Table().Recall(); len(got) != len(recall) || !reflect.DeepEqual(got, recall) {
+			t.Fatalf("%v: recall of %d coups, want the live table's %d:\n%+v\n%+v", paths, len(got), len(recall), got, recall)
+		}
+	}
+}
+
+// copyDir copies a directory trail's segment files (a closed trail: no
+// -wal to carry).
+func copyDir(t *testing.T, from string) string {
+	t.Helper()
+	to := t.TempDir()
+	files, err := ListSegments(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		in, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(filepath.Join(to, filepath.Base(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Close()
+		out.Close()
+	}
+	return to
+}
+
+// TestSegmentsTamper: what goes wrong between files is found. A missing
+// middle segment is a gap; two segments swapped are out of order; a seal
+// row edited is an edited row; a segment's base rewritten is a broken link
+// (and the meta's trigger dropped to do it, an altered schema); a sealed
+// segment without its seal row, followed by another, is unsealed.
+func TestSegmentsTamper(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "trail")
+	r := openSegRecorder(t, dir, nil, nil)
+	for _, in := range playInputs(t, rand.New(rand.NewPCG(3, 1)), 1) {
+		if _, err := r.Submit(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	files, _ := ListSegments(dir)
+	if len(files) < 4 {
+		t.Fatalf("%d segments, want 4 or more", len(files))
+	}
+	requireClean(t, mustVerify(t, dir, keysOpt()))
+	has := func(rep *Report, kind FindingKind, detail string) bool {
+		for _, f := range rep.Findings {
+			if f.Kind == kind && strings.Contains(f.Detail, detail) {
+				return true
+			}
+		}
+		return false
+	}
+	t.Run("missing middle segment", func(t *testing.T) {
+		d := copyDir(t, dir)
+		files, _ := ListSegments(d)
+		os.Remove(files[1])
+		rep := mustVerify(t, d, keysOpt())
+		if !has(rep, FindingGap, "no segment between") {
+			t.Fatalf("findings %v", rep.Findings)
+		}
+	})
+	t.Run("reordered segments", func(t *testing.T) {
+		d := copyDir(t, dir)
+		files, _ := ListSegments(d)
+		rep, err := func() (*Report, error) {
+			rd, err := OpenTrail(ctx, files[0], files[2], files[1], files[3])
+			if err != nil {
+				return nil, err
+			}
+			defer rd.Close()
+			return rd.Verify(ctx, keysOpt())
+		}()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !has(rep, FindingSegmentOrder, "out of order") || !has(rep, FindingGap, "no segment between") {
+			t.Fatalf("findings %v", rep.Findings)
+		}
+	})
+	t.Run("seal row edited", func(t *testing.T) {
+		d := copyDir(t, dir)
+		files, _ := ListSegments(d)
+		db := openRaw(t, files[1])
+		mustExec(t, db, `DROP TRIGGER events_no_update`)
+		mustExec(t, db, `UPDATE events SET body = replace(body, '"cutover"', '"other"') WHERE kind = 'ctl.seal'`)
+		mustExec(t, db, schemaTriggers["events_no_update"])
+		db.Close()
+		rep := mustVerify(t, d, keysOpt())
+		if !has(rep, FindingEdited, "segment "+filepath.Base(files[1])) {
+			t.Fatalf("findings %v", rep.Findings)
+		}
+	})
+	t.Run("base rewritten", func(t *testing.T) {
+		d := copyDir(t, dir)
+		files, _ := ListSegments(d)
+		db := openRaw(t, files[2])
+		mustExec(t, db, `DROP TRIGGER meta_no_update`)
+		mustExec(t, db, `UPDATE meta SET value = '`+strings.Repeat("ab", 32)+`' WHERE key = 'base_hash'`)
+		db.Close()
+		rep := mustVerify(t, d, keysOpt())
+		if !has(rep, FindingBrokenLink, "links to hash") || !has(rep, FindingMissingTrigger, "meta_no_update") {
+			t.Fatalf("findings %v", rep.Findings)
+		}
+	})
+	t.Run("seal row cut off", func(t *testing.T) {
+		d := copyDir(t, dir)
+		files, _ := ListSegments(d)
+		db := openRaw(t, files[0])
+		mustExec(t, db, `DROP TRIGGER events_no_delete`)
+		mustExec(t, db, `DROP TRIGGER checkpoints_no_delete`)
+		mustExec(t, db, `DELETE FROM checkpoints WHERE seq = (SELECT max(seq) FROM events)`)
+		mustExec(t, db, `DELETE FROM events WHERE kind = 'ctl.seal'`)
+		db.Close()
+		rep := mustVerify(t, d, keysOpt())
+		if !has(rep, FindingUnsealed, "does not end with a seal row") {
+			t.Fatalf("findings %v", rep.Findings)
+		}
+	})
+}
+
+func mustExec(t testing.TB, db *sql.DB, q string) {
+	t.Helper()
+	if _, err := db.Exec(q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// TestVersion1TrailStillWorks: a trail made before segments (schema
+// version 1: no base in meta, version 1's triggers) is opened as it is,
+// takes appends under its own triggers, and verifies; its triggers are not
+// reported as altered.
+func TestVersion1TrailStillWorks(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db := openRaw(t, path)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := createSchemaVersion(ctx, tx, "T1", 1, Head{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s := openAt(t, path, Options{Table: "T1", Key: testKey(), CheckpointEvery: 1})
+	appendAll(t, s, sampleEvents(12))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep := mustVerify(t, path, keysOpt())
+	requireClean(t, rep)
+	if rep.Events != 12 {
+		t.Fatalf("%d rows", rep.Events)
+	}
+	var v int
+	raw := openRaw(t, path)
+	defer raw.Close()
+	if err := raw.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != 1 {
+		t.Fatalf("user_version %d (%v): the file was changed, want it left at 1", v, err)
+	}
+	// Version 1's trigger still refuses a first row that skips row 1.
+	if _, err := raw.Exec(`INSERT INTO events (seq, at, kind, shoe, coup, body, prev_hash, hash) VALUES (14, 'x', 'k', 0, 0, '{}', '', '')`); err == nil {
+		t.Fatal("version 1 trigger let a gap in")
+	}
+}
+
+// TestSegmentCreationNeverCommitted: the power went while the next
+// segment's file was being made (SQLite left it empty): the start takes it
+// as the live file to be made, links it to the sealed one, and deals on.
+func TestSegmentCreationNeverCommitted(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "trail")
+	r := openSegRecorder(t, dir, nil, nil)
+	for _, in := range playInputs(t, rand.New(rand.NewPCG(4, 4)), 1)[:60] {
+		if _, err := r.Submit(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Seal by hand, as a cut-over killed after its seal row would leave it.
+	st := r.Store()
+	seal, err := st.Seal(ctx, SealBody{Segment: filepath.Base(st.Path()), FirstSeq: st.Base().Seq + 1, Reason: "cutover"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	empty := filepath.Join(dir, SegmentName(seal.Seq+1, "20250314T160000"))
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	requireClean(t, mustVerify(t, dir, keysOpt()))
+	r = openSegRecorder(t, dir, nil, nil)
+	if got := r.Store().Path(); got != empty || r.Store().Base().Seq != seal.Seq {
+		t.Fatalf("live segment %s base %d; want %s after seq %d", got, r.Store().Base().Seq, empty, seal.Seq)
+	}
+	first := readAll(t, r.Store().Events(ctx, Query{From: seal.Seq + 1, To: seal.Seq + 1}))
+	if len(first) != 1 || first[0].Kind != KindSnapshot || first[0].PrevHash != seal.Hash {
+		t.Fatalf("the new segment opens with %+v, want a snapshot linked to the seal", first)
+	}
+	r.Close()
+	requireClean(t, mustVerify(t, dir, keysOpt()))
+}
