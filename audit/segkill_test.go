@@ -24,11 +24,13 @@ import (
 const (
 	segChildEnv = "AUDIT_SEG_CHILD_DIR"
 	segKillEnv  = "AUDIT_SEG_CHILD_KILL"
+	segStartEnv = "AUDIT_SEG_CHILD_START"
 )
 
 // segChild is snapshotChild on a directory trail: a stepping clock that
-// starts at the wall time (so each child's rows come after the last one's)
-// and moves 50 ms at every reading, with a gaming day of two seconds: a
+// starts where the parent says (an hour after the last child's start, so
+// each child's rows come after the last one's) and moves 50 ms at every
+// reading, with a gaming day of two seconds: a
 // cut-over every few commits.
 func segChild(dir string) int {
 	ctx := context.Background()
@@ -48,9 +50,14 @@ func segChild(dir string) int {
 			}
 		}
 	}
+	start, err := strconv.ParseInt(os.Getenv(segStartEnv), 10, 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seg child: start:", err)
+		return 3
+	}
 	p, _ := coup.BuiltinProfile(coup.ProfileVIP)
 	r, err := OpenRecorder(ctx, dir, RecorderOptions{Table: "T1", Config: coup.DefaultTableConfig(p), Key: testKey(), CheckpointEvery: 1,
-		Clock: clock.NewStepping(time.Now(), 50*time.Millisecond), Logger: quietLogger(), SnapshotEvery: 50, NoHistoryCheck: true,
+		Clock: clock.NewStepping(time.Unix(0, start), 50*time.Millisecond), Logger: quietLogger(), SnapshotEvery: 50, NoHistoryCheck: true,
 		Segments: &SegmentPolicy{period: 2 * time.Second}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "seg child:", err)
@@ -114,7 +121,8 @@ func TestKillDuringCutover(t *testing.T) {
 	for round := 0; round < rounds; round++ {
 		step := steps[round%len(steps)]
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), segChildEnv+"="+dir)
+		start := time.Date(2026, 11, 25, 5, 0, 0, 0, time.UTC).Add(time.Duration(round) * time.Hour)
+		cmd.Env = append(os.Environ(), segChildEnv+"="+dir, fmt.Sprintf("%s=%d", segStartEnv, start.UnixNano()))
 		killAfter := 5 + rng.IntN(60)
 		if step != "" {
 			cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%s %d", segKillEnv, step, 1+rng.IntN(3)))
