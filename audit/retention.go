@@ -295,3 +295,14 @@ func (s *Store) segReader(path string) *Reader {
 	}
 	return nil
 }
+
+// KindArchiveFailed records that a sealed segment could not be archived: it
+// stays on the box (and is tried again), so the pit must act before the
+// disk fills.
+const KindArchiveFailed = "ctl.archive_failed"
+
+// ArchiveFailedBody is a KindArchiveFailed row's body.
+type ArchiveFailedBody struct {
+	Segment string `json:"segment"`
+	Error   string `json:"error"`
+}

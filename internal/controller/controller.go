@@ -68,6 +68,9 @@ type Controller struct {
 	pitBroker display.WebLogin
 	conn      *mqttpub.Conn
 	pub       *mqttpub.Publisher
+	// sealed wakes the retention part when a segment is sealed; nil for a
+	// trail in one file.
+	sealed chan struct{}
 	commands  *signedcmd.Handler
 	keys      *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
 
@@ -115,7 +118,7 @@ func RunFile(ctx context.Context, path string, o MQTTOverride, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	log.Info("controller running", "version", buildinfo.Get().Short(), "shoe_port", c.Shoe.Port.Path, "driver", c.Shoe.Driver, "trail", c.Audit.Path, "http", c.HTTP.Listen,
+	log.Info("controller running", "version", buildinfo.Get().Short(), "shoe_port", c.Shoe.Port.Path, "driver", c.Shoe.Driver, "trail", c.Audit.Trail(), "http", c.HTTP.Listen,
 		"mqtt", ctl.BrokerURL(), "topics", ctl.TopicPrefix())
 	return ctl.Run(ctx)
 }
@@ -167,10 +170,24 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 			hooks.OnWriteFailure(err, v)
 		}
 	}
-	rec, err := audit.OpenRecorder(ctx, c.Audit.Path, audit.RecorderOptions{
+	segs, err := c.Audit.Segments()
+	if err != nil {
+		closeKey()
+		return nil, err
+	}
+	if segs != nil {
+		ctl.sealed = make(chan struct{}, 1)
+		segs.OnSealed = func(string) {
+			select { // the retention part archives it
+			case ctl.sealed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	rec, err := audit.OpenRecorder(ctx, c.Audit.Trail(), audit.RecorderOptions{
 		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1, SnapshotEvery: c.Audit.SnapshotEvery,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
-		Version: buildinfo.Get().Short(),
+		Version: buildinfo.Get().Short(), Segments: segs,
 	})
 	if err != nil {
 		closeKey()
@@ -516,6 +533,9 @@ func (ctl *Controller) Run(ctx context.Context) error {
 	parts.start("rejection summaries", func() { ctl.summariseRejects(ctx) })
 	parts.start("self-checks", func() { ctl.runSelfChecks(ctx) })
 	parts.start("disk watch", func() { ctl.watchDisk(ctx) })
+	if ctl.sealed != nil {
+		parts.start("segment retention", func() { ctl.retainSegments(ctx) })
+	}
 	if ctl.pub != nil {
 		parts.start("mqtt publisher", func() {
 			if err := ctl.pub.Run(ctx); err != nil {
