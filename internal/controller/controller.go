@@ -70,9 +70,9 @@ type Controller struct {
 	pub       *mqttpub.Publisher
 	// sealed wakes the retention part when a segment is sealed; nil for a
 	// trail in one file.
-	sealed chan struct{}
-	commands  *signedcmd.Handler
-	keys      *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
+	sealed   chan struct{}
+	commands *signedcmd.Handler
+	keys     *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
 
 	webPitPassword string // the demo's generated pit password
 
