@@ -30,9 +30,13 @@ type Reader struct {
 }
 
 // OpenReader opens the trail at path read-only and checks it is a trail.
-// A directory is a trail of segments (OpenTrail of its segment files).
+// A directory is a trail of segments (OpenTrail of its segment files), and
+// so are files joined by commas ("a.db,b.db"), in that order.
 func OpenReader(ctx context.Context, path string) (*Reader, error) {
 	fi, err := os.Stat(path)
+	if err != nil && strings.Contains(path, ",") {
+		return OpenTrail(ctx, strings.Split(path, ",")...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open audit trail: %w", err)
 	}
