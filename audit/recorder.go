@@ -580,6 +580,11 @@ func (r *Recorder) Deadline() (time.Time, bool) {
 func (r *Recorder) Record(ctx context.Context, e Event) (Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.seg != nil && r.seg.pending {
+		if err := r.finishCut(ctx); err != nil {
+			return Record{}, err
+		}
+	}
 	recs, err := r.store.AppendBatch(ctx, []Event{e})
 	if err != nil {
 		r.fail(err)

@@ -175,9 +175,11 @@ func (g *segments) newestFirst() []*Reader {
 	return out
 }
 
+// lastCheckpoint and lastSnapshot take no retire lock: a reader of rows
+// may call them between two rows, and a read lock taken twice deadlocks
+// against a waiting writer. The live file nearly always answers; a sealed
+// segment removed meanwhile is a read error, not a crash.
 func (g *segments) lastCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
-	g.retire.RLock()
-	defer g.retire.RUnlock()
 	for _, r := range g.newestFirst() {
 		if c, ok, err := r.LastCheckpoint(ctx); err != nil || ok {
 			return c, ok, err
@@ -187,8 +189,6 @@ func (g *segments) lastCheckpoint(ctx context.Context) (Checkpoint, bool, error)
 }
 
 func (g *segments) lastSnapshot(ctx context.Context, to int64) (Record, bool, error) {
-	g.retire.RLock()
-	defer g.retire.RUnlock()
 	for _, r := range g.newestFirst() {
 		if rec, ok, err := r.LastSnapshot(ctx, to); err != nil || ok {
 			return rec, ok, err

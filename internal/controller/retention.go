@@ -31,6 +31,14 @@ func (ctl *Controller) retainSegments(ctx context.Context) {
 	}
 	p := &audit.Retention{ArchiveDir: a.ArchiveDir, ArchiveCommand: a.ArchiveCommand, KeepDays: a.KeepDays, FloorBytes: floor,
 		Clock: ctl.clock, Logger: ctl.log.With("part", "retention")}
+	// Nothing is deleted while the start's background check of the
+	// history reads the segments.
+	if _, err := ctl.rec.WaitHistoryCheck(ctx); ctx.Err() != nil {
+		return
+	} else if err != nil {
+		ctl.log.Warn("segment retention: the history check failed; nothing is archived or deleted", "err", err)
+		return
+	}
 	failed := map[string]bool{}
 	sweep := func() {
 		rep := p.Sweep(ctx, ctl.rec.Store())
