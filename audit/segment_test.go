@@ -413,3 +413,74 @@ func TestSegmentCreationNeverCommitted(t *testing.T) {
 	r.Close()
 	requireClean(t, mustVerify(t, dir, keysOpt()))
 }
+
+// checkCutsPrompt replays a directory trail written by inputs submitted one
+// at a time and checks the cut-over rule: once the gaming day has ended,
+// the trail is cut right after the first input that leaves the table
+// between coups, before any other input; and never elsewhere.
+func checkCutsPrompt(t *testing.T, dir string, p *SegmentPolicy) (cuts int) {
+	t.Helper()
+	ctx := context.Background()
+	rd, err := OpenReader(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var due time.Time
+	var lastAt time.Time
+	var waiting int64 // the input after which a cut was due, 0 if none
+	rp, err := Replay(rd.Events(ctx, Query{}), vipConfig(t), ReplayVisitor{
+		Input: func(rec Record, in coup.Input, _ []coup.Event, tb *coup.Table) {
+			if waiting != 0 {
+				t.Errorf("input row %d: a cut was due after input row %d (the table between coups past %s) and did not come", rec.Seq, waiting, due)
+				waiting = 0
+			}
+			lastAt = in.At
+			if !in.At.Before(due) && tb.BetweenCoups() {
+				waiting = rec.Seq
+			}
+		},
+		Other: func(rec Record) {
+			switch {
+			case due.IsZero():
+				due = p.DayEnd(rec.At) // the first segment: from its first row
+			case rec.Kind == KindSeal:
+				if waiting == 0 {
+					t.Errorf("seal row %d: no cut was due", rec.Seq)
+				}
+				waiting = 0
+				cuts++
+				at := lastAt
+				if rec.At.After(at) {
+					at = rec.At
+				}
+				due = p.DayEnd(at)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rp.Differences(); len(d) > 0 {
+		t.Fatalf("replay: %+v", d[0])
+	}
+	return cuts
+}
+
+// TestCutAtFirstMomentBetweenCoups: past the hour, the cut comes right
+// after the first input that leaves the table between coups (a coup's
+// result final, or the shoe ended), never later and never elsewhere.
+func TestCutAtFirstMomentBetweenCoups(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "trail")
+	r := openSegRecorder(t, dir, nil, nil)
+	for _, in := range playInputs(t, rand.New(rand.NewPCG(12, 5)), 2) {
+		if _, err := r.Submit(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	if cuts := checkCutsPrompt(t, dir, segPolicy(nil)); cuts < 5 {
+		t.Fatalf("%d cut-overs, want several", cuts)
+	}
+}
