@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/tablectl/tablectl/coup"
 )
 
 // SegmentPolicy says when a directory trail cuts over to a new segment:
@@ -22,6 +24,9 @@ type SegmentPolicy struct {
 	Cutover time.Duration
 	// Location is the zone Cutover is read in; nil is UTC.
 	Location *time.Location
+	// EveryShoes, when set, also cuts once this many whole shoes have ended
+	// in the live segment, at the end of the last of them (no shoe in play).
+	EveryShoes int
 	// OnSealed hears of each segment sealed and left behind (the path of
 	// its file), for archiving. It is called after the cut, while the
 	// recorder's lock is held: it must not block (queue and return).
@@ -78,6 +83,9 @@ type cutState struct {
 	policy *SegmentPolicy
 	day    string    // the live segment's gaming day
 	due    time.Time // when it ends
+	// shoe is the table's shoe number when the segment opened: the shoes
+	// ended since are counted for EveryShoes.
+	shoe int
 	// pending: the live segment is sealed, or its successor lacks its
 	// opening snapshot; nothing else is written until that is done.
 	pending bool
@@ -89,24 +97,30 @@ type cutState struct {
 func (r *Recorder) initCut(ctx context.Context) error {
 	p := r.opt.Segments
 	first := r.clock.Now()
+	shoe := 0
 	base := r.store.Base()
 	for rec, err := range r.store.Events(ctx, Query{From: base.Seq + 1, To: base.Seq + 1}) {
 		if err != nil {
 			return fmt.Errorf("audit segment %s: %w", r.store.Path(), err)
 		}
-		first = rec.At
+		first, shoe = rec.At, int(rec.Shoe)
 	}
-	r.seg = &cutState{policy: p, day: p.DayName(first), due: p.DayEnd(first)}
+	r.seg = &cutState{policy: p, day: p.DayName(first), due: p.DayEnd(first), shoe: shoe}
 	return nil
 }
 
 // maybeCut cuts over after a commit when the gaming day has ended and the
 // table is between coups. The caller holds r.mu.
 func (r *Recorder) maybeCut(ctx context.Context, at time.Time) {
-	if r.seg == nil || at.Before(r.seg.due) || !r.table.BetweenCoups() {
+	if r.seg == nil || !r.table.BetweenCoups() {
 		return
 	}
-	r.cutLocked(ctx, "cutover")
+	switch {
+	case !at.Before(r.seg.due):
+		r.cutLocked(ctx, "cutover")
+	case r.seg.policy.EveryShoes > 0 && r.table.Phase() == coup.PhaseNoShoe && r.table.ShoeNumber()-r.seg.shoe >= r.seg.policy.EveryShoes:
+		r.cutLocked(ctx, "shoes")
+	}
 }
 
 // CutIfDue cuts over now if the gaming day has ended and the table is
@@ -191,7 +205,7 @@ func (r *Recorder) finishCut(ctx context.Context) error {
 		cutHook("snapshot")
 	}
 	r.seg.pending = false
-	r.seg.day, r.seg.due = r.seg.policy.DayName(now), r.seg.policy.DayEnd(now)
+	r.seg.day, r.seg.due, r.seg.shoe = r.seg.policy.DayName(now), r.seg.policy.DayEnd(now), r.table.ShoeNumber()
 	return nil
 }
 

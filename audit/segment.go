@@ -33,7 +33,8 @@ type SealBody struct {
 	FirstSeq int64  `json:"first_seq"`
 	// Day is the gaming day the segment holds (its name's date).
 	Day string `json:"day"`
-	// Reason is why it was cut: "cutover" (the gaming day ended).
+	// Reason is why it was cut: "cutover" (the gaming day ended) or
+	// "shoes" (SegmentPolicy.EveryShoes shoes ended).
 	Reason string `json:"reason"`
 }
 

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"crypto/ed25519"
 	"database/sql"
 	"encoding/json"
@@ -483,4 +484,111 @@ func TestCutAtFirstMomentBetweenCoups(t *testing.T) {
 	if cuts := checkCutsPrompt(t, dir, segPolicy(nil)); cuts < 5 {
 		t.Fatalf("%d cut-overs, want several", cuts)
 	}
+}
+
+// TestCutEveryShoes: with EveryShoes 1 and a gaming day that does not end,
+// the trail is cut at the end of each shoe (no shoe in play), for that
+// reason, and nowhere else.
+func TestCutEveryShoes(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "trail")
+	r, err := OpenRecorder(ctx, dir, RecorderOptions{Table: "T1", Config: vipConfig(t), Clock: newStepClock(), Key: testKey(), CheckpointEvery: 1,
+		Logger: quietLogger(), Segments: &SegmentPolicy{Cutover: 6 * time.Hour, EveryShoes: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		dealShoe(t, r, 4)
+	}
+	r.Close()
+	requireClean(t, mustVerify(t, dir, keysOpt()))
+	rd, err := OpenReader(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	ended := 0
+	var seals []SealBody
+	for rec, err := range rd.Events(ctx, Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch rec.Kind {
+		case string(coup.EvShoeEnded):
+			ended++
+		case KindSeal:
+			var b SealBody
+			json.Unmarshal(rec.Body, &b)
+			seals = append(seals, b)
+		}
+	}
+	if ended < 2 || len(seals) != ended {
+		t.Fatalf("%d shoes ended, %d seals (%+v): want one a shoe", ended, len(seals), seals)
+	}
+	for _, b := range seals {
+		if b.Reason != "shoes" {
+			t.Errorf("seal %+v: want reason shoes", b)
+		}
+	}
+}
+
+// dealShoe deals a shoe on the recorder's own table: a new shoe, its burn,
+// coups cards drawn from what the shoe holds, each result revealed and its
+// result time ticked away, then the shoe ended by the pit.
+func dealShoe(t *testing.T, r *Recorder, coups int) {
+	t.Helper()
+	ctx := context.Background()
+	submit := func(in coup.Input) {
+		t.Helper()
+		if in.Kind != coup.InCmd && in.Kind != coup.InTick {
+			in.ShoeSeq = r.LastShoeSeq() + 1
+		}
+		if _, err := r.Submit(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	card := func() {
+		left := r.Remaining()
+		for k := range coup.CardCount {
+			if c := coup.CardAt((k + int(r.LastShoeSeq())*7) % coup.CardCount); left.Count(c) > 0 {
+				submit(coup.Input{Kind: coup.InCard, Card: &c})
+				return
+			}
+		}
+		t.Fatal("the shoe is empty")
+	}
+	submit(coup.Input{Kind: coup.InButton, Button: coup.ButtonNewShoe})
+	for n := 0; n < 500; n++ {
+		_, pit := r.View()
+		if pit.Suspended {
+			t.Fatalf("suspended: %+v", pit.Alerts)
+		}
+		switch pit.Phase {
+		case coup.PhaseBurn:
+			if r.table.Burn().First != nil && r.table.Burn().Burned >= r.table.Burn().Required {
+				submit(coup.Input{Kind: coup.InButton, Button: coup.ButtonBurnDone})
+			} else {
+				card()
+			}
+		case coup.PhaseBettingOpen:
+			if pit.Coup > coups {
+				submit(coup.Input{Kind: coup.InCmd, Command: &coup.Command{Action: coup.ActionShoeEnd, By: "pit-boss", ID: fmt.Sprintf("e%d", r.LastShoeSeq()), Reason: "test"}})
+				return
+			}
+			submit(coup.Input{Kind: coup.InButton, Button: coup.ButtonNoMoreBets})
+		case coup.PhaseBettingClosed, coup.PhaseDealing:
+			card()
+		case coup.PhaseResult:
+			if !r.table.ResultFinal() {
+				submit(coup.Input{Kind: coup.InButton, Button: coup.ButtonReveal})
+			} else if d, ok := r.Deadline(); ok {
+				submit(coup.Input{Kind: coup.InTick, At: d})
+			} else {
+				t.Fatal("a final result with no result time")
+			}
+		default:
+			t.Fatalf("phase %s", pit.Phase)
+		}
+	}
+	t.Fatal("the shoe did not end")
 }

@@ -138,6 +138,9 @@ type AuditSection struct {
 	SegmentCutover string `json:"segment_cutover,omitempty"`
 	// SegmentZone is the IANA zone SegmentCutover is read in; default UTC.
 	SegmentZone string `json:"segment_zone,omitempty"`
+	// SegmentEveryShoes, when set, also cuts once this many shoes have
+	// ended in the live segment, at the last one's end.
+	SegmentEveryShoes int `json:"segment_every_shoes,omitempty"`
 	// ArchiveDir receives a verified copy of each sealed segment.
 	ArchiveDir string `json:"archive_dir,omitempty"`
 	// ArchiveCommand is run with a sealed segment's path as its last
@@ -436,14 +439,17 @@ func (a *AuditSection) complete(dir string) error {
 		errs = append(errs, errors.New("audit.dir: audit.path is set too: set one (a file, or a directory of segments)"))
 	}
 	a.Path, a.Dir, a.ArchiveDir = under(dir, a.Path), under(dir, a.Dir), under(dir, a.ArchiveDir)
-	if a.Path != "" && (a.SegmentCutover != "" || a.SegmentZone != "" || a.ArchiveDir != "" || len(a.ArchiveCommand) > 0 || a.KeepDays != 0) {
-		errs = append(errs, errors.New("audit.path: segment_cutover, segment_zone, archive_dir, archive_command and keep_days go with audit.dir, not a trail in one file"))
+	if a.Path != "" && (a.SegmentCutover != "" || a.SegmentZone != "" || a.SegmentEveryShoes != 0 || a.ArchiveDir != "" || len(a.ArchiveCommand) > 0 || a.KeepDays != 0) {
+		errs = append(errs, errors.New("audit.path: segment_cutover, segment_zone, segment_every_shoes, archive_dir, archive_command and keep_days go with audit.dir, not a trail in one file"))
 	}
 	if _, err := a.Segments(); err != nil {
 		errs = append(errs, err)
 	}
 	if a.KeepDays < 0 {
-		errs = append(errs, errors.New("audit.keep_days must not be negative"))
+		errs = append(errs, errors.New("audit.keep_days: must not be negative"))
+	}
+	if a.SegmentEveryShoes < 0 {
+		errs = append(errs, errors.New("audit.segment_every_shoes: must not be negative"))
 	}
 	if a.KeepDays > 0 && a.ArchiveDir == "" && len(a.ArchiveCommand) == 0 {
 		errs = append(errs, errors.New("audit.keep_days: deletes archived segments: set audit.archive_dir or audit.archive_command"))
@@ -475,7 +481,8 @@ func (a *AuditSection) Segments() (*audit.SegmentPolicy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit.segment_cutover: %q: want HH:MM", a.SegmentCutover)
 	}
-	p := &audit.SegmentPolicy{Cutover: time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, Location: time.UTC}
+	p := &audit.SegmentPolicy{Cutover: time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, Location: time.UTC,
+		EveryShoes: a.SegmentEveryShoes}
 	if a.SegmentZone != "" {
 		if p.Location, err = time.LoadLocation(a.SegmentZone); err != nil {
 			return nil, fmt.Errorf("audit.segment_zone: %w", err)

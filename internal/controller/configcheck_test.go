@@ -90,7 +90,7 @@ func TestCheckConfig(t *testing.T) {
 		{"keep without archive", strings.Replace(base, `"path": "trail.db"%s`, `"dir": "trail", "keep_days": 7`, 1), false,
 			[]string{"error: audit.keep_days: deletes archived segments: set audit.archive_dir or audit.archive_command"}},
 		{"segments of a file", strings.Replace(base, "%s", `, "keep_days": 7, "archive_dir": "a"`, 1), false,
-			[]string{"error: audit.path: segment_cutover, segment_zone, archive_dir, archive_command and keep_days go with audit.dir"}},
+			[]string{"error: audit.path: segment_cutover, segment_zone, segment_every_shoes, archive_dir, archive_command and keep_days go with audit.dir"}},
 		{"open http", strings.Replace(strings.Replace(base, "%s", "", 1), `"table_id": "T1",`, `"table_id": "T1", "http": {"listen": "0.0.0.0:8080"},`, 1), true,
 			[]string{"warning: http.listen: 0.0.0.0:8080 is reachable off this box without TLS"}},
 	} {
