@@ -2,10 +2,10 @@ package audit
 
 import (
 	"context"
-	"fmt"
 	"crypto/ed25519"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
