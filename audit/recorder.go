@@ -178,15 +178,17 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	}
 	r := &Recorder{opt: opt, clock: clock.Or(opt.Clock), log: opt.Logger, store: st, changed: make(chan struct{}, 1)}
 	r.start.Verified = verified
+	if err := r.rebuild(ctx, snap); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if opt.Segments != nil {
+		// After the rebuild: a segment the last run made but never wrote
+		// has its opening snapshot now, whose shoe and time count.
 		if err := r.initCut(ctx); err != nil {
 			st.Close()
 			return nil, err
 		}
-	}
-	if err := r.rebuild(ctx, snap); err != nil {
-		st.Close()
-		return nil, err
 	}
 	if snap != nil && !opt.NoHistoryCheck {
 		r.history.start(r, keys, snap.Seq)
@@ -288,7 +290,7 @@ func (r *Recorder) rebuild(ctx context.Context, snap *Record) error {
 		r.start.Snapshot = snap.Seq
 	}
 	var events []Event
-	opening := r.seg != nil && r.store.Empty() && r.store.Base().Seq > 0
+	opening := r.opt.Segments != nil && r.store.Empty() && r.store.Base().Seq > 0
 	if opening {
 		// A segment whose opening snapshot the last run did not write:
 		// it comes first, so the segment replays alone.
