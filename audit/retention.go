@@ -106,6 +106,14 @@ func archiveCopy(ctx context.Context, path, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("audit archive: %w", err)
 	}
+	// The archive must be another directory: a "copy" onto the segment
+	// itself would mark it archived, and retention would then delete the
+	// only copy.
+	if a, err := os.Stat(dir); err == nil {
+		if b, err := os.Stat(filepath.Dir(path)); err == nil && os.SameFile(a, b) {
+			return "", fmt.Errorf("audit archive: the archive directory %s is the trail's own", dir)
+		}
+	}
 	dst := filepath.Join(dir, filepath.Base(path))
 	src, err := openFileReader(ctx, path)
 	if err != nil {

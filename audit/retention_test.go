@@ -127,3 +127,16 @@ func TestRetentionArchivesThenDeletes(t *testing.T) {
 }
 
 func fixedClock(t time.Time) *clock.Fake { return clock.NewFake(t) }
+
+// TestArchiveNotOntoItself: an archive directory that is the trail's own is
+// refused: the segment would be marked archived without a second copy, and
+// retention would then delete the only one.
+func TestArchiveNotOntoItself(t *testing.T) {
+	r, dir := segmentedTrail(t)
+	defer r.Close()
+	seg := r.Store().SealedSegments()[0].Path
+	p := &Retention{ArchiveDir: dir, Logger: quietLogger()}
+	if err := p.Archive(context.Background(), seg); err == nil || Archived(seg) {
+		t.Fatalf("archive into the trail's own directory: %v, archived %v", err, Archived(seg))
+	}
+}

@@ -59,7 +59,7 @@ func parseSegmentName(name string) (first int64, ok bool) {
 	}
 	rest := strings.TrimSuffix(strings.TrimPrefix(name, segPrefix), segSuffix)
 	num, _, found := strings.Cut(rest, "-")
-	if !found || len(num) != 12 {
+	if !found || len(num) != 12 || strings.Trim(num, "0123456789") != "" {
 		return 0, false
 	}
 	first, err := strconv.ParseInt(num, 10, 64)

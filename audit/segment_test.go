@@ -592,3 +592,26 @@ func dealShoe(t *testing.T, r *Recorder, coups int) {
 	}
 	t.Fatal("the shoe did not end")
 }
+
+// FuzzParseSegmentName: a directory's file names are outside input. No
+// name panics the parser; a name it takes names a seq of 1 or more, and
+// SegmentName of that seq and the name's day gives the name back.
+func FuzzParseSegmentName(f *testing.F) {
+	for _, s := range []string{SegmentName(1, "20261125"), SegmentName(133201, "20261125T060000"), "seg-000000000001-.db",
+		"seg-00000000001-x.db", "seg--1.db", "seg-999999999999-20261125.db-wal", "seg-000000000000-x.db", "trail.db", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		first, ok := parseSegmentName(name)
+		if !ok {
+			return
+		}
+		if first < 1 {
+			t.Fatalf("%q: seq %d", name, first)
+		}
+		day := strings.TrimSuffix(name[len(segPrefix)+13:], segSuffix)
+		if got := SegmentName(first, day); got != name {
+			t.Fatalf("%q parses to seq %d day %q, which names %q", name, first, day, got)
+		}
+	})
+}

@@ -155,8 +155,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	case !r.SignaturesChecked:
 		sigs = "signatures NOT checked (no public key)"
 	}
-	_, err := fmt.Fprintf(w, "%s: %s table %q, %d events, head seq %d hash %s, %d checkpoints, %s\n",
-		verdict, r.Path, r.Table, r.Events, r.Head.Seq, r.Head.Hash, r.Checkpoints, sigs)
+	segs := ""
+	if r.Segments > 0 {
+		segs = fmt.Sprintf(" in %d segments", r.Segments)
+	}
+	_, err := fmt.Fprintf(w, "%s: %s table %q, %d events%s, head seq %d hash %s, %d checkpoints, %s\n",
+		verdict, r.Path, r.Table, r.Events, segs, r.Head.Seq, r.Head.Hash, r.Checkpoints, sigs)
 	return err
 }
 

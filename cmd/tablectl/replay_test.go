@@ -151,7 +151,7 @@ func TestSegmentsCommands(t *testing.T) {
 	if out := runOK("replay", "--db", dir); !strings.Contains(out, "coup 1") || !strings.Contains(out, "coup 2") || strings.Contains(out, "DIFFERENCE") {
 		t.Errorf("replay across segments:\n%s", out)
 	}
-	if out := runOK("audit", "verify", "--db", dir, "--no-signatures"); !strings.HasPrefix(out, "OK: ") {
+	if out := runOK("audit", "verify", "--db", dir, "--no-signatures"); !strings.HasPrefix(out, "OK: ") || !strings.Contains(out, " in 2 segments,") {
 		t.Errorf("verify: %s", out)
 	}
 	lines := strings.Split(strings.TrimSpace(runOK("audit", "export", "--db", dir)), "\n")

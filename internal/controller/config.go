@@ -448,6 +448,9 @@ func (a *AuditSection) complete(dir string) error {
 	if a.KeepDays < 0 {
 		errs = append(errs, errors.New("audit.keep_days: must not be negative"))
 	}
+	if a.ArchiveDir != "" && a.Dir != "" && filepath.Clean(a.ArchiveDir) == filepath.Clean(a.Dir) {
+		errs = append(errs, errors.New("audit.archive_dir: the trail's own directory: archive elsewhere (another disk or a network share)"))
+	}
 	if a.SegmentEveryShoes < 0 {
 		errs = append(errs, errors.New("audit.segment_every_shoes: must not be negative"))
 	}
