@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -308,6 +309,9 @@ func openDir(ctx context.Context, g *segments, day string, opt Options) (*Store,
 		}
 	}
 	opt.base = base
+	if err := makeSegment(ctx, livePath, opt.Table, base); err != nil {
+		return nil, err
+	}
 	st, err := Open(ctx, livePath, opt)
 	if err != nil {
 		return nil, err
@@ -408,6 +412,9 @@ func (s *Store) NextSegment(ctx context.Context, day string) error {
 	}
 	base := s.head
 	path := filepath.Join(s.seg.dir, SegmentName(base.Seq+1, day))
+	if err := makeSegment(ctx, path, s.table, base); err != nil {
+		return err
+	}
 	n, err := Open(ctx, path, Options{Table: s.table, Clock: s.clock, Key: s.key, CheckpointEvery: s.every, Logger: s.log, base: base})
 	if err != nil {
 		return err
@@ -458,4 +465,57 @@ func (s *Store) SealedSegments() []SegmentInfo {
 type SegmentInfo struct {
 	Path       string
 	Base, Head Head
+}
+
+// makeSegment creates the segment file at path, its schema and base
+// committed, unless a trail file is there already. It is made under a
+// temporary name, closed (its WAL folded in), fsynced and renamed into
+// place: a file with a segment's name is always a whole trail, whatever
+// moment the power goes (a reader never meets a half-made one).
+func makeSegment(ctx context.Context, path, table string, base Head) error {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		return nil // made before (Open checks its base)
+	}
+	tmp := path + ".new"
+	for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {
+		os.Remove(f)
+	}
+	dsn, err := sqliteDSN(tmp, url.Values{"_journal_mode": {"WAL"}, "_synchronous": {"FULL"}, "_txlock": {"immediate"}})
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return &WriteError{Op: "create segment", Err: err}
+	}
+	db.SetMaxOpenConns(1)
+	err = func() error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := createSchema(ctx, tx, table, base); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}()
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncFile(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return &WriteError{Op: "create segment", Err: fmt.Errorf("%s: %w", path, err)}
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
 }

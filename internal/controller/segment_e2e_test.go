@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,11 +30,13 @@ func TestE2EKillDuringCutover(t *testing.T) {
 	const shoes = 5
 	r := newProcessRig(t, shoesim.Options{Seed: 1617, Shoes: shoes, Cut: 301})
 	dir := filepath.Join(filepath.Dir(r.config), "trail")
+	archive := filepath.Join(filepath.Dir(r.config), "archive")
 	editConfig(t, r, func(c map[string]any) {
 		a := c["audit"].(map[string]any)
 		delete(a, "path")
 		a["dir"] = dir
 		a["segment_every_shoes"] = 1
+		a["archive_dir"] = archive
 	})
 	if r.trail != dir {
 		t.Fatalf("trail %s, want the directory %s", r.trail, dir)
@@ -92,8 +95,34 @@ func TestE2EKillDuringCutover(t *testing.T) {
 		}
 		return n >= shoes
 	})
+	// The controller's retention part archives every sealed segment.
+	deadline := time.Now().Add(guard)
+	for {
+		files, err := audit.ListSegments(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := len(files) == shoes+1
+		for _, f := range files[:len(files)-1] {
+			done = done && audit.Archived(f)
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sealed segments not all archived: %v", files)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	r.stop()
 	verifyTrail(t, r.trail, r.pubKey)
+	// The archive's copies and the box's live segment are the whole trail.
+	copies, err := audit.ListSegments(archive)
+	if err != nil || len(copies) != shoes {
+		t.Fatalf("archive holds %v (%v), want %d segments", copies, err, shoes)
+	}
+	files, _ := audit.ListSegments(dir)
+	verifyTrail(t, strings.Join(append(copies, files[len(files)-1]), ","), r.pubKey)
 
 	ctx := context.Background()
 	rd, err := audit.OpenReader(ctx, r.trail)
