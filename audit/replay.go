@@ -177,7 +177,13 @@ func (r *Replayer) flush(seq int64) {
 }
 
 // Finish ends the replay; derived events with no row are differences.
-func (r *Replayer) Finish() { r.flush(r.rows + 1) }
+func (r *Replayer) Finish() {
+	if r.headless && len(r.diffs) < r.maxDiff {
+		// Nothing was replayed: say so rather than report a clean replay.
+		r.diffs = append(r.diffs, Difference{Kind: KindSnapshot, Detail: "the rows begin after row 1 and hold no snapshot to start the table from: none was replayed"})
+	}
+	r.flush(r.rows + 1)
+}
 
 // Replay runs every row of rows through a Replayer.
 func Replay(rows iter.Seq2[Record, error], cfg coup.TableConfig, v ReplayVisitor) (*Replayer, error) {

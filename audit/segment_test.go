@@ -615,3 +615,23 @@ func FuzzParseSegmentName(f *testing.F) {
 		}
 	})
 }
+
+// TestReplayHeadlessWithoutSnapshot: rows that begin after row 1 with no
+// snapshot among them cannot be replayed, and the replay says so instead
+// of reporting nothing wrong.
+func TestReplayHeadlessWithoutSnapshot(t *testing.T) {
+	rows := func(yield func(Record, error) bool) {
+		for seq := int64(5); seq < 9; seq++ {
+			if !yield(Record{Seq: seq, Kind: "ctl.start", Body: []byte(`{}`)}, nil) {
+				return
+			}
+		}
+	}
+	rp, err := Replay(rows, vipConfig(t), ReplayVisitor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rp.Differences(); len(d) != 1 || !strings.Contains(d[0].Detail, "no snapshot") {
+		t.Fatalf("differences %+v", d)
+	}
+}
