@@ -53,6 +53,10 @@ type RecorderOptions struct {
 	// Segments, when set, makes the trail a directory of sealed segments
 	// (OpenDir), cut over as it says; nil keeps the trail one file.
 	Segments *SegmentPolicy
+	// MoveFrom, with Segments, is a single-file trail that becomes the
+	// directory's first segment, sealed, before the start (MoveIntoDir);
+	// nothing is done once it has moved.
+	MoveFrom string
 }
 
 // Commit is what one committed input produced: its rows (the input first,
@@ -130,6 +134,12 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	if opt.Segments != nil {
 		if err := probeWritableDir(path); err != nil {
 			return nil, err
+		}
+		if opt.MoveFrom != "" {
+			if err := MoveIntoDir(ctx, opt.MoveFrom, path, opt.Segments.DayName(opt.Clock.Now()),
+				Options{Table: opt.Table, Clock: opt.Clock, Key: opt.Key, CheckpointEvery: opt.CheckpointEvery, Logger: opt.Logger}); err != nil {
+				return nil, err
+			}
 		}
 		segs, err := ListSegments(path)
 		if err != nil {

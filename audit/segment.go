@@ -367,6 +367,10 @@ func (s *Store) Seal(ctx context.Context, body SealBody) (Record, error) {
 	if s.seg == nil {
 		return Record{}, errors.New("audit seal: not a directory trail")
 	}
+	return s.seal(ctx, body)
+}
+
+func (s *Store) seal(ctx context.Context, body SealBody) (Record, error) {
 	b, err := prepare(Event{Kind: KindSeal, Body: body})
 	if err != nil {
 		return Record{}, err
@@ -516,6 +520,70 @@ func makeSegment(ctx context.Context, path, table string, base Head) error {
 	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		d.Sync()
 		d.Close()
+	}
+	return nil
+}
+
+// MoveIntoDir makes the single-file trail at path the first segment of the
+// directory trail dir, so a table's history goes on in segments with its
+// chain and seq unbroken: the file is verified (with the key's public half
+// when opt.Key is set), sealed (a KindSeal row and its signed checkpoint,
+// under the file's own triggers, version 1 or 2), closed and renamed into
+// dir as the segment of its first row. Nothing is done when path does not
+// exist (moved already); a dir that already holds segments while path
+// exists is refused. dir must be on the same file system as path.
+func MoveIntoDir(ctx context.Context, path, dir, day string, opt Options) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return &WriteError{Op: "move into segments", Err: err}
+	}
+	if segs, err := ListSegments(dir); err != nil {
+		return err
+	} else if len(segs) > 0 {
+		return fmt.Errorf("audit trail %s is to move into %s, which already holds segments: move or remove one of them", path, dir)
+	}
+	vopt := VerifyOptions{}
+	if key, err := checkSigner(opt.Key); err != nil {
+		return err
+	} else if key != nil {
+		vopt.PublicKeys = append(vopt.PublicKeys, SignerPublic(key))
+	}
+	rep, err := Verify(ctx, path, vopt)
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return fmt.Errorf("audit trail %s does not verify (%d findings, %s): it is not moved into segments", path, len(rep.Findings), rep.Unverifiable)
+	}
+	st, err := Open(ctx, path, opt)
+	if err != nil {
+		return err
+	}
+	base := st.Base()
+	if _, err := st.seal(ctx, SealBody{Segment: filepath.Base(path), FirstSeq: base.Seq + 1, Day: day, Reason: "moved into segments"}); err != nil {
+		st.Close()
+		return err
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
+	dst := filepath.Join(dir, SegmentName(base.Seq+1, day))
+	for _, f := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(path + f); err == nil {
+			return fmt.Errorf("audit trail %s: its %s file is still there after a clean close: not moved", path, f)
+		}
+	}
+	if err := os.Rename(path, dst); err != nil {
+		return fmt.Errorf("audit trail %s sealed but not moved into %s (same file system?): %w", path, dir, err)
+	}
+	os.Remove(path + "-lock")
+	for _, d := range []string{dir, filepath.Dir(path)} {
+		if f, err := os.Open(d); err == nil {
+			f.Sync()
+			f.Close()
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -547,10 +548,14 @@ func dealShoe(t *testing.T, r *Recorder, coups int) {
 			t.Fatal(err)
 		}
 	}
+	// A different order each shoe: the shuffle check must not take the
+	// shoes for unshuffled ones.
+	rng := rand.New(rand.NewPCG(uint64(r.LastShoeSeq()), 9))
 	card := func() {
 		left := r.Remaining()
+		from := rng.IntN(coup.CardCount)
 		for k := range coup.CardCount {
-			if c := coup.CardAt((k + int(r.LastShoeSeq())*7) % coup.CardCount); left.Count(c) > 0 {
+			if c := coup.CardAt((from + k) % coup.CardCount); left.Count(c) > 0 {
 				submit(coup.Input{Kind: coup.InCard, Card: &c})
 				return
 			}
@@ -634,4 +639,65 @@ func TestReplayHeadlessWithoutSnapshot(t *testing.T) {
 	if d := rp.Differences(); len(d) != 1 || !strings.Contains(d[0].Detail, "no snapshot") {
 		t.Fatalf("differences %+v", d)
 	}
+}
+
+// TestMoveIntoSegments: a trail kept in one file (version 1, as every trail
+// before segments) becomes the first segment of a directory trail: sealed
+// under its own triggers and moved, the chain and seq going on in the next
+// segment; the directory verifies, recall is the file's, and a second
+// start (the file gone) just starts.
+func TestMoveIntoSegments(t *testing.T) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, "trail.db")
+	db := openRaw(t, path)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := createSchemaVersion(ctx, tx, "T1", 1, Head{}); err != nil {
+		t.Fatal(err)
+	}
+	tx.Commit()
+	db.Close()
+	r, err := OpenRecorder(ctx, path, RecorderOptions{Table: "T1", Config: vipConfig(t), Clock: newStepClock(), Key: testKey(), CheckpointEvery: 1, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		dealShoe(t, r, 6)
+	}
+	recall, head := r.Recall(), r.Store().Head()
+	r.Close()
+
+	dir := filepath.Join(tmp, "trail")
+	open := func() *Recorder {
+		t.Helper()
+		r, err := OpenRecorder(ctx, dir, RecorderOptions{Table: "T1", Config: vipConfig(t), Clock: newStepClock(), Key: testKey(), CheckpointEvery: 1,
+			Logger: quietLogger(), Segments: &SegmentPolicy{Cutover: 6 * time.Hour}, MoveFrom: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r = open()
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file is still at %s: %v", path, err)
+	}
+	if b := r.Store().Base(); b.Seq != head.Seq+1 {
+		t.Fatalf("the live segment starts after %d, want after the seal at %d", b.Seq, head.Seq+1)
+	}
+	if got := r.Recall(); !reflect.DeepEqual(got, recall) {
+		t.Fatalf("recall after the move:\n%+v\nwant\n%+v", got, recall)
+	}
+	dealShoe(t, r, 3)
+	r.Close()
+	rep := mustVerify(t, dir, keysOpt())
+	requireClean(t, rep)
+	if rep.Segments != 2 {
+		t.Fatalf("%d segments", rep.Segments)
+	}
+	r = open() // moved already: nothing to do
+	r.Close()
+	requireClean(t, mustVerify(t, dir, keysOpt()))
 }

@@ -129,8 +129,10 @@ type ShoeSection struct {
 type AuditSection struct {
 	// Path is the trail as one SQLite file (a version 1 trail stays one).
 	Path string `json:"path,omitempty"`
-	// Dir, instead of Path, keeps the trail as a directory of sealed
-	// segments, one per gaming day (docs/audit.md, "Segments").
+	// Dir keeps the trail as a directory of sealed segments, one per
+	// gaming day (docs/audit.md, "Segments"). With Path too, the file at
+	// Path is sealed and moved into Dir as its first segment at the first
+	// start, and the chain goes on there.
 	Dir string `json:"dir,omitempty"`
 	// SegmentCutover is the time of day ("06:00") the gaming day begins,
 	// in SegmentZone: the trail is cut at the first moment after it that
@@ -435,11 +437,9 @@ func (a *AuditSection) complete(dir string) error {
 	switch {
 	case a.Path == "" && a.Dir == "":
 		errs = append(errs, errors.New("audit.path or audit.dir is required"))
-	case a.Path != "" && a.Dir != "":
-		errs = append(errs, errors.New("audit.dir: audit.path is set too: set one (a file, or a directory of segments)"))
 	}
 	a.Path, a.Dir, a.ArchiveDir = under(dir, a.Path), under(dir, a.Dir), under(dir, a.ArchiveDir)
-	if a.Path != "" && (a.SegmentCutover != "" || a.SegmentZone != "" || a.SegmentEveryShoes != 0 || a.ArchiveDir != "" || len(a.ArchiveCommand) > 0 || a.KeepDays != 0) {
+	if a.Dir == "" && (a.SegmentCutover != "" || a.SegmentZone != "" || a.SegmentEveryShoes != 0 || a.ArchiveDir != "" || len(a.ArchiveCommand) > 0 || a.KeepDays != 0) {
 		errs = append(errs, errors.New("audit.path: segment_cutover, segment_zone, segment_every_shoes, archive_dir, archive_command and keep_days go with audit.dir, not a trail in one file"))
 	}
 	if _, err := a.Segments(); err != nil {

@@ -187,7 +187,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	rec, err := audit.OpenRecorder(ctx, c.Audit.Trail(), audit.RecorderOptions{
 		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1, SnapshotEvery: c.Audit.SnapshotEvery,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
-		Version: buildinfo.Get().Short(), Segments: segs,
+		Version: buildinfo.Get().Short(), Segments: segs, MoveFrom: moveFrom(c.Audit),
 	})
 	if err != nil {
 		closeKey()
@@ -948,4 +948,13 @@ func (ctl *Controller) TopicPrefix() string {
 		return ""
 	}
 	return ctl.cfg.MQTT.Prefix
+}
+
+// moveFrom is the single-file trail to move into the directory of segments
+// (audit.path with audit.dir), or "".
+func moveFrom(a AuditSection) string {
+	if a.Dir == "" {
+		return ""
+	}
+	return a.Path
 }
