@@ -78,14 +78,15 @@ type Store struct {
 	base Head
 	seg  *segments
 
-	mu         sync.Mutex // serialises writes; guards the fields below
-	head       Head       // last committed row
-	lastCP     int64      // seq of the last checkpoint, 0 if none
-	closed     bool
-	sealedLive bool         // the live segment ends with its seal row
-	attempt    []Record     // the rows of the last commit that reported failure
-	tampered   *TamperError // rows found that this store did not write; sticky
-	refused    error        // a finding in the history (HistoryError); sticky
+	mu       sync.Mutex // serialises writes; guards the fields below
+	head     Head       // last committed row
+	lastCP   int64      // seq of the last checkpoint, 0 if none
+	closed   bool
+	attempt  []Record     // the rows of the last commit that reported failure
+	tampered *TamperError // rows found that this store did not write; sticky
+	refused  error        // a finding in the history (HistoryError); sticky
+
+	sealedLive bool // the live segment ends with its seal row (guarded by mu)
 }
 
 // quarantine makes the store refuse every further write and signature,
