@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(snapshotChildEnv); path != "" {
 		os.Exit(snapshotChild(path))
 	}
+	if dir := os.Getenv(segChildEnv); dir != "" {
+		os.Exit(segChild(dir))
+	}
 	os.Exit(m.Run())
 }
 

@@ -39,7 +39,7 @@ func (h *historyCheck) start(r *Recorder, keys []ed25519.PublicKey, snapSeq int6
 		runtime.LockOSThread()
 		lowerPriority()
 		began := time.Now()
-		err := checkHistory(ctx, r.store.Path(), r.opt.Config, keys)
+		err := checkHistory(ctx, r.store.TrailPath(), r.opt.Config, keys)
 		if ctx.Err() != nil {
 			return // stopped by Close: not a finding
 		}
@@ -47,7 +47,7 @@ func (h *historyCheck) start(r *Recorder, keys []ed25519.PublicKey, snapSeq int6
 		h.finished, h.err, h.took = true, err, time.Since(began)
 		h.mu.Unlock()
 		if err == nil {
-			r.log.Info("audit trail history verified in the background", "path", r.store.Path(), "snapshot", snapSeq, "took", time.Since(began).Round(time.Millisecond))
+			r.log.Info("audit trail history verified in the background", "path", r.store.TrailPath(), "snapshot", snapSeq, "took", time.Since(began).Round(time.Millisecond))
 			return
 		}
 		r.historyFailed(err)
@@ -121,7 +121,7 @@ func (e *HistoryError) Is(target error) bool {
 
 // historyFailed suspends the table on a finding in its history.
 func (r *Recorder) historyFailed(err error) {
-	r.log.Error("audit trail history fails verification: the table is suspended and nothing more is recorded or signed", "path", r.store.Path(), "err", err)
+	r.log.Error("audit trail history fails verification: the table is suspended and nothing more is recorded or signed", "path", r.store.TrailPath(), "err", err)
 	r.store.quarantine(err)
 	r.mu.Lock()
 	defer r.mu.Unlock()

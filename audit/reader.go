@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -19,13 +20,34 @@ type Reader struct {
 	path  string
 	db    *sql.DB
 	table string
+	base  Head // where the file's chain starts (version 2)
+	// baseErr: the meta's base does not read (Verify reports it).
+	baseErr error
+
+	// parts are the segments of a trail read as one (OpenTrail): then db
+	// is nil and every method reads across them.
+	parts []*Reader
 }
 
 // OpenReader opens the trail at path read-only and checks it is a trail.
+// A directory is a trail of segments (OpenTrail of its segment files), and
+// so are files joined by commas ("a.db,b.db"), in that order.
 func OpenReader(ctx context.Context, path string) (*Reader, error) {
-	if _, err := os.Stat(path); err != nil {
+	fi, err := os.Stat(path)
+	if err != nil && strings.Contains(path, ",") {
+		return OpenTrail(ctx, strings.Split(path, ",")...)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("open audit trail: %w", err)
 	}
+	if fi.IsDir() {
+		return OpenTrail(ctx, path)
+	}
+	return openFileReader(ctx, path)
+}
+
+// openFileReader opens one trail file read-only.
+func openFileReader(ctx context.Context, path string) (*Reader, error) {
 	dsn, err := sqliteDSN(path, url.Values{"mode": {"ro"}, "_busy_timeout": {"5000"}})
 	if err != nil {
 		return nil, err
@@ -43,11 +65,32 @@ func OpenReader(ctx context.Context, path string) (*Reader, error) {
 		db.Close()
 		return nil, fmt.Errorf("audit trail %s: %w", path, err)
 	}
+	// A base that does not read is Verify's finding, not a file that
+	// cannot be opened: the chain is then checked from row 0.
+	r.base, r.baseErr = readBase(ctx, db)
 	return r, nil
 }
 
 // Close closes the file.
-func (r *Reader) Close() error { return r.db.Close() }
+func (r *Reader) Close() error {
+	if r.db == nil {
+		var errs []error
+		for _, p := range r.parts {
+			errs = append(errs, p.Close())
+		}
+		return errors.Join(errs...)
+	}
+	return r.db.Close()
+}
+
+// Base is where the trail's chain starts: the row before its first (row 0
+// for a whole trail, a sealed segment's head for the next segment).
+func (r *Reader) Base() Head {
+	if r.parts != nil {
+		return r.parts[0].base
+	}
+	return r.base
+}
 
 // Path returns the trail's file name.
 func (r *Reader) Path() string { return r.path }
@@ -57,7 +100,14 @@ func (r *Reader) Table() string { return r.table }
 
 // Head returns the last row's seq and hash.
 func (r *Reader) Head(ctx context.Context) (Head, error) {
-	return dbHead(ctx, r.db)
+	if r.parts != nil {
+		return r.parts[len(r.parts)-1].Head(ctx)
+	}
+	h, err := dbHead(ctx, r.db)
+	if err == nil && h.Seq == 0 {
+		h = r.base
+	}
+	return h, err
 }
 
 // Query selects rows. The zero Query selects every row.
@@ -109,6 +159,9 @@ func (q Query) sql() (string, []any) {
 // stream with an error; Events does not check hashes (Verify does), so
 // code rebuilding state verifies the trail first.
 func (r *Reader) Events(ctx context.Context, q Query) iter.Seq2[Record, error] {
+	if r.parts != nil {
+		return partsEvents(ctx, r.parts, q)
+	}
 	return func(yield func(Record, error) bool) {
 		query, args := q.sql()
 		rows, err := r.db.QueryContext(ctx, query, args...)
@@ -158,6 +211,17 @@ func scanRecord(rows *sql.Rows) (Record, error) {
 
 // Checkpoints returns the stored checkpoints in seq order.
 func (r *Reader) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
+	if r.parts != nil {
+		var all []Checkpoint
+		for _, p := range r.parts {
+			cps, err := p.Checkpoints(ctx)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, cps...)
+		}
+		return all, nil
+	}
 	cps, bad, err := readCheckpoints(ctx, r.db, r.table)
 	if err != nil {
 		return nil, fmt.Errorf("audit trail %s: %w", r.path, err)
@@ -226,11 +290,16 @@ func asText(v any) string {
 // byte for byte, so each line's hash can be recomputed from it. Export
 // returns the number of rows written.
 func (r *Reader) Export(ctx context.Context, w io.Writer, q Query) (int64, error) {
+	return exportRows(r.Events(ctx, q), w)
+}
+
+// exportRows writes rows as Export does.
+func exportRows(rows iter.Seq2[Record, error], w io.Writer) (int64, error) {
 	enc := json.NewEncoder(w)
 	// Keep '<', '>' and '&' in bodies as stored: the hash covers them.
 	enc.SetEscapeHTML(false)
 	var n int64
-	for rec, err := range r.Events(ctx, q) {
+	for rec, err := range rows {
 		if err != nil {
 			return n, err
 		}

@@ -50,6 +50,13 @@ type RecorderOptions struct {
 	// NoHistoryCheck leaves out the background verification of the rows
 	// before the snapshot a start used (tests of other things).
 	NoHistoryCheck bool
+	// Segments, when set, makes the trail a directory of sealed segments
+	// (OpenDir), cut over as it says; nil keeps the trail one file.
+	Segments *SegmentPolicy
+	// MoveFrom, with Segments, is a single-file trail that becomes the
+	// directory's first segment, sealed, before the start (MoveIntoDir);
+	// nothing is done once it has moved.
+	MoveFrom string
 }
 
 // Commit is what one committed input produced: its rows (the input first,
@@ -81,6 +88,7 @@ type Recorder struct {
 	lost    lostInput // what was not recorded while failing
 	snapSeq int64     // the last snapshot row, 0 if none
 	start   StartInfo
+	seg     *cutState // a directory trail's cut-over; nil for one file
 
 	history historyCheck
 }
@@ -122,8 +130,28 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	if opt.SnapshotEvery == 0 {
 		opt.SnapshotEvery = SnapshotEvery
 	}
-	if err := probeWritable(path); err != nil {
-		return nil, err
+	exists := false
+	if opt.Segments != nil {
+		if err := probeWritableDir(path); err != nil {
+			return nil, err
+		}
+		if opt.MoveFrom != "" {
+			if err := MoveIntoDir(ctx, opt.MoveFrom, path, opt.Segments.DayName(opt.Clock.Now()),
+				Options{Table: opt.Table, Clock: opt.Clock, Key: opt.Key, CheckpointEvery: opt.CheckpointEvery, Logger: opt.Logger}); err != nil {
+				return nil, err
+			}
+		}
+		segs, err := ListSegments(path)
+		if err != nil {
+			return nil, err
+		}
+		exists = len(segs) > 0
+	} else {
+		if err := probeWritable(path); err != nil {
+			return nil, err
+		}
+		_, err := os.Stat(path)
+		exists = err == nil
 	}
 	var keys []ed25519.PublicKey
 	if key, err := checkSigner(opt.Key); err != nil {
@@ -133,7 +161,7 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	}
 	var snap *Record
 	var verified int64
-	if _, err := os.Stat(path); err == nil {
+	if exists {
 		rep, s, err := verifyForStart(ctx, path, keys)
 		if err != nil {
 			return nil, fmt.Errorf("verify %s: %w", path, err)
@@ -147,7 +175,14 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 		}
 		snap, verified = s, rep.Events
 	}
-	st, err := Open(ctx, path, Options{Table: opt.Table, Clock: opt.Clock, Key: opt.Key, CheckpointEvery: opt.CheckpointEvery, Logger: opt.Logger})
+	stOpt := Options{Table: opt.Table, Clock: opt.Clock, Key: opt.Key, CheckpointEvery: opt.CheckpointEvery, Logger: opt.Logger}
+	var st *Store
+	var err error
+	if opt.Segments != nil {
+		st, err = OpenDir(ctx, path, opt.Segments.DayName(opt.Clock.Now()), stOpt)
+	} else {
+		st, err = Open(ctx, path, stOpt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +191,14 @@ func OpenRecorder(ctx context.Context, path string, opt RecorderOptions) (*Recor
 	if err := r.rebuild(ctx, snap); err != nil {
 		st.Close()
 		return nil, err
+	}
+	if opt.Segments != nil {
+		// After the rebuild: a segment the last run made but never wrote
+		// has its opening snapshot now, whose shoe and time count.
+		if err := r.initCut(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	if snap != nil && !opt.NoHistoryCheck {
 		r.history.start(r, keys, snap.Seq)
@@ -194,10 +237,18 @@ func probeWritable(path string) error {
 		return fmt.Errorf("%w: audit trail %s is read-only or cannot be opened for writing: %v", ErrWriteFailed, path, err)
 	}
 	// SQLite also writes its -wal, -shm and lock files beside the trail.
-	dir := filepath.Dir(path)
+	return probeWritableDir(filepath.Dir(path))
+}
+
+// probeWritableDir refuses a directory the controller could not write its
+// trail's files into, creating it if it does not exist.
+func probeWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("%w: audit trail directory %s cannot be made: %v", ErrWriteFailed, dir, err)
+	}
 	probe, err := os.CreateTemp(dir, ".tablectl-probe-*")
 	if err != nil {
-		return fmt.Errorf("%w: audit trail %s: its directory %s is read-only or not writable: %v", ErrWriteFailed, path, dir, err)
+		return fmt.Errorf("%w: audit trail directory %s is read-only or not writable: %v", ErrWriteFailed, dir, err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())
@@ -249,6 +300,16 @@ func (r *Recorder) rebuild(ctx context.Context, snap *Record) error {
 		r.start.Snapshot = snap.Seq
 	}
 	var events []Event
+	opening := r.opt.Segments != nil && r.store.Empty() && r.store.Base().Seq > 0
+	if opening {
+		// A segment whose opening snapshot the last run did not write:
+		// it comes first, so the segment replays alone.
+		ev, err := SnapshotEvent(r.table, r.lastAt)
+		if err != nil {
+			return err
+		}
+		events = append(events, ev)
+	}
 	if lastCfg == nil || !sameConfig(lastCfg, r.opt.Config) {
 		if err := r.table.Reconfigure(r.opt.Config); err != nil {
 			return err
@@ -265,7 +326,7 @@ func (r *Recorder) rebuild(ctx context.Context, snap *Record) error {
 		start["snapshot"] = snap.Seq
 	}
 	events = append(events, Event{Kind: KindStart, Shoe: int64(r.table.ShoeNumber()), Body: start})
-	if r.opt.SnapshotEvery > 0 && rp.Rows() >= min(r.opt.SnapshotEvery, 1000) {
+	if r.opt.SnapshotEvery > 0 && rp.Rows() >= min(r.opt.SnapshotEvery, 1000) && !opening {
 		// The next start replays from here.
 		ev, err := SnapshotEvent(r.table, r.lastAt)
 		if err != nil {
@@ -279,6 +340,9 @@ func (r *Recorder) rebuild(ctx context.Context, snap *Record) error {
 	}
 	if last := recs[len(recs)-1]; last.Kind == KindSnapshot {
 		r.snapSeq = last.Seq
+	}
+	if opening {
+		r.snapSeq = recs[0].Seq
 	}
 	r.start.First = recs[0].Seq
 	r.log.Info("trail rebuilt", "path", r.store.Path(), "snapshot", r.start.Snapshot, "rows_replayed", rp.Rows(), "rows_verified", r.start.Verified,
@@ -369,6 +433,11 @@ func (r *Recorder) SubmitBatch(ctx context.Context, ins []coup.Input) ([]Commit,
 // transaction; the table moves on only when the commit succeeded.
 func (r *Recorder) commit(ctx context.Context, ins []coup.Input) ([]Commit, error) {
 	start := time.Now()
+	if r.seg != nil && r.seg.pending {
+		if err := r.finishCut(ctx); err != nil {
+			return nil, err
+		}
+	}
 	next := r.table.Clone()
 	var evs []Event
 	cs := make([]Commit, len(ins))
@@ -414,6 +483,7 @@ func (r *Recorder) commit(ctx context.Context, ins []coup.Input) ([]Commit, erro
 			r.opt.OnCommit(cs[i])
 		}
 	}
+	r.maybeCut(ctx, r.lastAt)
 	return cs, nil
 }
 
@@ -522,6 +592,11 @@ func (r *Recorder) Deadline() (time.Time, bool) {
 func (r *Recorder) Record(ctx context.Context, e Event) (Record, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.seg != nil && r.seg.pending {
+		if err := r.finishCut(ctx); err != nil {
+			return Record{}, err
+		}
+	}
 	recs, err := r.store.AppendBatch(ctx, []Event{e})
 	if err != nil {
 		r.fail(err)
@@ -553,6 +628,18 @@ func (r *Recorder) RunTimers(ctx context.Context) error {
 	fire.Stop()
 	retry := r.clock.NewTicker(OutageRetry)
 	defer func() { fire.Stop(); retry.Stop() }()
+	var cutC <-chan time.Time
+	if p := r.opt.Segments; p != nil {
+		// A table left idle between coups at the hour is cut within a
+		// minute of it, not at its next coup.
+		every := time.Minute
+		if p.period > 0 {
+			every = min(every, p.period/4)
+		}
+		cut := r.clock.NewTicker(every)
+		defer cut.Stop()
+		cutC = cut.C()
+	}
 	for {
 		deadline, ok := r.Deadline()
 		fireC, retryC := (<-chan time.Time)(nil), (<-chan time.Time)(nil)
@@ -571,6 +658,8 @@ func (r *Recorder) RunTimers(ctx context.Context) error {
 		case <-r.changed:
 		case <-retryC:
 			r.RetryTrail(ctx)
+		case <-cutC:
+			r.CutIfDue(ctx)
 		case <-fireC:
 			// A timer may fire a hair early by the clock: the tick is
 			// stamped no earlier than the deadline it is for.

@@ -55,6 +55,12 @@ type Replayer struct {
 	lastAt  time.Time // the last input's time, as a snapshot row records it
 	enc     *canonEncoder
 	fast    []byte // appendEventJSON's buffer
+
+	// fresh: no row yet, and the table is a new one (not a snapshot's).
+	// headless: the rows began after row 1 (a trail whose older segments
+	// are archived): they are skipped up to the first snapshot, which gives
+	// the table.
+	fresh, headless bool
 }
 
 // NewReplayer starts a replay. cfg is the configuration to use until the
@@ -64,7 +70,7 @@ func NewReplayer(cfg coup.TableConfig, v ReplayVisitor) (*Replayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Replayer{table: t, visitor: v, maxDiff: 1000, enc: newCanonEncoder()}, nil
+	return &Replayer{table: t, visitor: v, maxDiff: 1000, enc: newCanonEncoder(), fresh: true}, nil
 }
 
 // Table is the table as rebuilt so far.
@@ -85,6 +91,13 @@ func (r *Replayer) differ(rec Record, format string, args ...any) {
 // Row replays one row. Rows must come in sequence order.
 func (r *Replayer) Row(rec Record) {
 	r.rows++
+	if r.fresh {
+		r.fresh, r.headless = false, rec.Seq > 1
+	}
+	if r.headless {
+		r.startAt(rec)
+		return
+	}
 	if coup.IsInput(rec.Kind) {
 		r.flush(rec.Seq)
 		var in coup.Input
@@ -164,7 +177,13 @@ func (r *Replayer) flush(seq int64) {
 }
 
 // Finish ends the replay; derived events with no row are differences.
-func (r *Replayer) Finish() { r.flush(r.rows + 1) }
+func (r *Replayer) Finish() {
+	if r.headless && len(r.diffs) < r.maxDiff {
+		// Nothing was replayed: say so rather than report a clean replay.
+		r.diffs = append(r.diffs, Difference{Kind: KindSnapshot, Detail: "the rows begin after row 1 and hold no snapshot to start the table from: none was replayed"})
+	}
+	r.flush(r.rows + 1)
+}
 
 // Replay runs every row of rows through a Replayer.
 func Replay(rows iter.Seq2[Record, error], cfg coup.TableConfig, v ReplayVisitor) (*Replayer, error) {
@@ -181,6 +200,27 @@ func Replay(rows iter.Seq2[Record, error], cfg coup.TableConfig, v ReplayVisitor
 	rp.Finish()
 	return rp, nil
 }
+
+// startAt skips a row of a replay that began after row 1, until the first
+// snapshot, whose table the replay takes.
+func (r *Replayer) startAt(rec Record) {
+	if rec.Kind != KindSnapshot {
+		return
+	}
+	t, lastAt, err := RestoreSnapshot(rec)
+	if err != nil {
+		r.differ(rec, "the first snapshot of the rows does not restore: %v", err)
+		return
+	}
+	r.table, r.lastAt, r.headless = t, lastAt, false
+	if r.visitor.Other != nil {
+		r.visitor.Other(rec)
+	}
+}
+
+// Headless reports whether the replay began after row 1 and has not yet
+// reached a snapshot to start from.
+func (r *Replayer) Headless() bool { return r.headless }
 
 // Prefetch reads rows on a goroutine of its own, a few hundred at a time,
 // so that reading the file (SQLite, through cgo) and what the caller does

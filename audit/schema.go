@@ -3,13 +3,29 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"maps"
+	"strconv"
 	"strings"
 )
 
-// schemaVersion is the trail's PRAGMA user_version. A change to the tables,
-// the triggers or the hash encoding is a new version.
-const schemaVersion = 1
+// schemaVersion is the trail's PRAGMA user_version of new files. A change
+// to the tables, the triggers or the hash encoding is a new version.
+// Version 2 (sealed segments) lets a file's chain start after row 1: its
+// meta holds base_seq and base_hash, the seq and hash of the row before
+// its first (0 and the zero hash for a trail's first file, the sealed
+// segment's head for the next), and the append-only trigger links the
+// first row to them. Version 1 files (no base: row 1 links to the zero
+// hash) are read, verified and written as they are, with their own
+// triggers.
+const schemaVersion = 2
+
+// The meta keys of a version 2 file's base.
+const (
+	metaBaseSeq  = "base_seq"
+	metaBaseHash = "base_hash"
+)
 
 // zeroHashHex is the prev_hash of row 1.
 var zeroHashHex = Hash{}.String()
@@ -75,6 +91,25 @@ BEGIN SELECT RAISE(ABORT, 'audit: meta is append-only: UPDATE refused'); END`,
 BEGIN SELECT RAISE(ABORT, 'audit: meta is append-only: DELETE refused'); END`,
 }
 
+// schemaTriggersV2 are version 2's rules: version 1's, with the first
+// row of the file taking base_seq + 1 and linking to base_hash.
+var schemaTriggersV2 = func() map[string]string {
+	m := maps.Clone(schemaTriggers)
+	m["events_append_only"] = `CREATE TRIGGER events_append_only BEFORE INSERT ON events
+WHEN NEW.seq IS NOT coalesce((SELECT max(seq) FROM events), (SELECT CAST(value AS INTEGER) FROM meta WHERE key = '` + metaBaseSeq + `')) + 1
+  OR NEW.prev_hash IS NOT coalesce((SELECT hash FROM events WHERE seq = NEW.seq - 1), (SELECT value FROM meta WHERE key = '` + metaBaseHash + `'))
+BEGIN SELECT RAISE(ABORT, 'audit: an event must take the next seq and link to the previous hash'); END`
+	return m
+}()
+
+// triggersFor returns the rules of a schema version.
+func triggersFor(version int) map[string]string {
+	if version == 1 {
+		return schemaTriggers
+	}
+	return schemaTriggersV2
+}
+
 // metaTable is the meta key holding the table id.
 const metaTable = "table"
 
@@ -82,22 +117,36 @@ const metaTable = "table"
 // its text, not its layout.
 func normSQL(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// createSchema lays down a new trail inside tx.
-func createSchema(ctx context.Context, tx *sql.Tx, table string) error {
+// createSchema lays down a new trail inside tx, its chain starting after
+// base.
+func createSchema(ctx context.Context, tx *sql.Tx, table string, base Head) error {
+	return createSchemaVersion(ctx, tx, table, schemaVersion, base)
+}
+
+// createSchemaVersion lays down a trail of the given schema version (1 only
+// in tests of old files, whose base is row 0).
+func createSchemaVersion(ctx context.Context, tx *sql.Tx, table string, version int, base Head) error {
 	for _, o := range schemaTables {
 		if _, err := tx.ExecContext(ctx, o.sql); err != nil {
 			return fmt.Errorf("create schema: %w", err)
 		}
 	}
-	for _, name := range sortedKeys(schemaTriggers) {
-		if _, err := tx.ExecContext(ctx, schemaTriggers[name]); err != nil {
+	triggers := triggersFor(version)
+	for _, name := range sortedKeys(triggers) {
+		if _, err := tx.ExecContext(ctx, triggers[name]); err != nil {
 			return fmt.Errorf("create trigger %s: %w", name, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)`, metaTable, table); err != nil {
 		return fmt.Errorf("record table id: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+	if version >= 2 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)`,
+			metaBaseSeq, strconv.FormatInt(base.Seq, 10), metaBaseHash, base.Hash.String()); err != nil {
+			return fmt.Errorf("record the chain's base: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
 		return fmt.Errorf("set schema version: %w", err)
 	}
 	return nil
@@ -130,11 +179,11 @@ func checkSchema(ctx context.Context, q queryer) error {
 	}
 	switch {
 	case empty:
-		return fmt.Errorf("not an audit trail: the database is empty")
+		return errEmptyFile
 	case v == 0:
 		return fmt.Errorf("not an audit trail: schema version 0 and tables of something else")
-	case v != schemaVersion:
-		return fmt.Errorf("audit trail schema version %d, this build reads %d", v, schemaVersion)
+	case v != 1 && v != schemaVersion:
+		return fmt.Errorf("audit trail schema version %d, this build reads 1 and %d", v, schemaVersion)
 	}
 	return nil
 }
@@ -181,3 +230,39 @@ func scanHead(row *sql.Row) (Head, error) {
 	}
 	return Head{Seq: seq, Hash: h}, nil
 }
+
+// readBase returns where a file's chain starts: the row before its first
+// (row 0 and the zero hash for a version 1 file). A version 2 file without
+// a readable base is an error: its first row cannot be placed.
+func readBase(ctx context.Context, q queryer) (Head, error) {
+	var v int
+	if err := q.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return Head{}, fmt.Errorf("read schema version: %w", err)
+	}
+	if v < 2 {
+		return Head{}, nil
+	}
+	var seqText, hashText string
+	if err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, metaBaseSeq).Scan(&seqText); err != nil {
+		return Head{}, fmt.Errorf("read %s: %w", metaBaseSeq, err)
+	}
+	if err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, metaBaseHash).Scan(&hashText); err != nil {
+		return Head{}, fmt.Errorf("read %s: %w", metaBaseHash, err)
+	}
+	seq, err := strconv.ParseInt(seqText, 10, 64)
+	if err != nil || seq < 0 {
+		return Head{}, fmt.Errorf("%s %q is not a seq", metaBaseSeq, seqText)
+	}
+	h, err := ParseHash(hashText)
+	if err != nil {
+		return Head{}, fmt.Errorf("%s: %w", metaBaseHash, err)
+	}
+	if seq == 0 && h != (Hash{}) {
+		return Head{}, fmt.Errorf("%s is 0 but %s is not the zero hash", metaBaseSeq, metaBaseHash)
+	}
+	return Head{Seq: seq, Hash: h}, nil
+}
+
+// errEmptyFile is a database file with nothing in it: a trail whose
+// creation never committed (a segment cut over when the power went).
+var errEmptyFile = errors.New("not an audit trail: the database is empty")

@@ -90,6 +90,14 @@ func NewReplayerFrom(snap Record, v ReplayVisitor) (*Replayer, error) {
 // head); ok is false when there is none. It reads back from to, so it costs
 // the rows since that snapshot, not the trail's length.
 func (r *Reader) LastSnapshot(ctx context.Context, to int64) (rec Record, ok bool, err error) {
+	if r.parts != nil {
+		for i := len(r.parts) - 1; i >= 0; i-- {
+			if rec, ok, err := r.parts[i].LastSnapshot(ctx, to); err != nil || ok {
+				return rec, ok, err
+			}
+		}
+		return Record{}, false, nil
+	}
 	if to <= 0 {
 		to = 1<<63 - 1
 	}
@@ -110,6 +118,9 @@ func (r *Reader) LastSnapshot(ctx context.Context, to int64) (rec Record, ok boo
 
 // LastSnapshot is Reader.LastSnapshot on the store's trail.
 func (s *Store) LastSnapshot(ctx context.Context, to int64) (Record, bool, error) {
+	if s.seg != nil {
+		return s.seg.lastSnapshot(ctx, to)
+	}
 	return s.r.LastSnapshot(ctx, to)
 }
 
@@ -121,6 +132,9 @@ func (s *Store) LastSnapshot(ctx context.Context, to int64) (Record, bool, error
 // so a snapshot at from is as trustworthy as the key. The rows before from-1
 // are left to a full Verify, which the controller runs in the background.
 func (r *Reader) VerifyFrom(ctx context.Context, from int64, keys []ed25519.PublicKey) (*Report, error) {
+	if r.parts != nil {
+		return r.verifyPartsFrom(ctx, from, keys)
+	}
 	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(keys) > 0}
 	const limit = 1000
 	tx, err := r.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -131,13 +145,16 @@ func (r *Reader) VerifyFrom(ctx context.Context, from int64, keys []ed25519.Publ
 	if err := checkSchemaObjects(ctx, tx, func(f Finding) { rep.add(limit, f) }); err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
 	}
-	first := max(from-1, 1)
+	if r.baseErr != nil {
+		rep.add(limit, Finding{Kind: FindingMalformed, Detail: "the chain's base in meta: " + r.baseErr.Error()})
+	}
+	first := max(from-1, r.base.Seq+1)
 	rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq`, first)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: read events: %w", r.path, err)
 	}
 	hashes := map[int64]Hash{}
-	var prev Head
+	prev := r.base
 	started := false
 	for rows.Next() {
 		rec, err := scanRecord(rows)
@@ -158,8 +175,8 @@ func (r *Reader) VerifyFrom(ctx context.Context, from int64, keys []ed25519.Publ
 		case started && rec.PrevHash != prev.Hash:
 			rep.add(limit, Finding{FindingBrokenLink, rec.Seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", rec.PrevHash, prev.Seq, prev.Hash)})
 		}
-		if rec.Seq == 1 && rec.PrevHash != (Hash{}) {
-			rep.add(limit, Finding{FindingBrokenLink, 1, "row 1 does not link to the zero hash"})
+		if rec.Seq == r.base.Seq+1 && rec.PrevHash != r.base.Hash {
+			rep.add(limit, Finding{FindingBrokenLink, rec.Seq, fmt.Sprintf("the file's first row does not link to its base (seq %d, hash %s)", r.base.Seq, r.base.Hash)})
 		}
 		started = true
 		hashes[rec.Seq] = rec.Hash
@@ -205,8 +222,8 @@ func (r *Reader) VerifyFrom(ctx context.Context, from int64, keys []ed25519.Publ
 			last = c
 		}
 	}
-	if len(keys) > 0 && prev.Seq > 0 && (last == nil || last.Seq < prev.Seq) {
-		from := int64(1)
+	if len(keys) > 0 && prev.Seq > r.base.Seq && (last == nil || last.Seq < prev.Seq) {
+		from := r.base.Seq + 1
 		if last != nil {
 			from = last.Seq + 1
 		}

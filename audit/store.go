@@ -49,6 +49,9 @@ type Options struct {
 	// readOnly opens the SQLite connection read-only (mode=ro). Tests use it
 	// to reach SQLITE_READONLY as root, whom file modes do not stop.
 	readOnly bool
+	// base is where a file created by Open starts its chain (a segment
+	// after a sealed one; see OpenDir).
+	base Head
 }
 
 // Store is the trail's single writer. Its methods are safe for concurrent
@@ -70,6 +73,11 @@ type Store struct {
 
 	insEvent, insCheckpoint, selHead *sql.Stmt
 
+	// base is where this file's chain starts (the sealed segment's head);
+	// seg is the directory trail's state, nil for a single file.
+	base Head
+	seg  *segments
+
 	mu       sync.Mutex // serialises writes; guards the fields below
 	head     Head       // last committed row
 	lastCP   int64      // seq of the last checkpoint, 0 if none
@@ -77,6 +85,8 @@ type Store struct {
 	attempt  []Record     // the rows of the last commit that reported failure
 	tampered *TamperError // rows found that this store did not write; sticky
 	refused  error        // a finding in the history (HistoryError); sticky
+
+	sealedLive bool // the live segment ends with its seal row (guarded by mu)
 }
 
 // quarantine makes the store refuse every further write and signature,
@@ -168,7 +178,7 @@ func (s *Store) open(ctx context.Context, opt Options, busy time.Duration) error
 		return openErr(s.path, err)
 	}
 	if empty && v == 0 {
-		if err := s.create(ctx, opt.Table); err != nil {
+		if err := s.create(ctx, opt.Table, opt.base); err != nil {
 			return err
 		}
 	} else if err := checkSchema(ctx, s.w); err != nil {
@@ -193,11 +203,17 @@ func (s *Store) open(ctx context.Context, opt Options, busy time.Duration) error
 	if s.head, err = dbHead(ctx, s.w); err != nil {
 		return fmt.Errorf("audit trail %s: %w", s.path, err)
 	}
+	if s.base, err = readBase(ctx, s.w); err != nil {
+		return fmt.Errorf("audit trail %s: %w", s.path, err)
+	}
+	if s.head.Seq == 0 {
+		s.head = s.base // a new segment: its chain goes on from the sealed one's head
+	}
 	var last sql.NullInt64
 	if err := s.w.QueryRowContext(ctx, `SELECT max(seq) FROM checkpoints`).Scan(&last); err != nil {
 		return fmt.Errorf("audit trail %s: read last checkpoint: %w", s.path, err)
 	}
-	s.lastCP = last.Int64
+	s.lastCP = max(last.Int64, s.base.Seq) // the base is signed in the sealed segment
 
 	if s.insEvent, err = s.w.PrepareContext(ctx, `INSERT INTO events (seq, at, kind, shoe, coup, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return fmt.Errorf("audit trail %s: %w", s.path, err)
@@ -229,19 +245,19 @@ func openErr(path string, err error) error {
 	return fmt.Errorf("open audit trail %s: %w", path, err)
 }
 
-func (s *Store) create(ctx context.Context, table string) error {
+func (s *Store) create(ctx context.Context, table string, base Head) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return &WriteError{Op: "create", Err: err}
 	}
 	defer tx.Rollback()
-	if err := createSchema(ctx, tx, table); err != nil {
+	if err := createSchema(ctx, tx, table, base); err != nil {
 		return &WriteError{Op: "create", Err: err}
 	}
 	if err := tx.Commit(); err != nil {
 		return &WriteError{Op: "create", Err: err}
 	}
-	s.log.Info("audit trail created", "path", s.path, "table", table)
+	s.log.Info("audit trail created", "path", s.path, "table", table, "base_seq", base.Seq)
 	return nil
 }
 
@@ -277,8 +293,15 @@ func sqliteDSN(path string, params url.Values) (string, error) {
 	return u.String(), nil
 }
 
-// Path returns the trail's file name.
-func (s *Store) Path() string { return s.path }
+// Path returns the trail's file name: a directory trail's live segment.
+func (s *Store) Path() string {
+	if s.seg == nil {
+		return s.path
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.path
+}
 
 // Table returns the table id recorded in the trail.
 func (s *Store) Table() string { return s.table }
@@ -329,6 +352,9 @@ func (s *Store) AppendBatch(ctx context.Context, events []Event) ([]Record, erro
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
+	}
+	if s.sealedLive {
+		return nil, ErrSealed
 	}
 	recs, cp, err := s.commit(events, bodies)
 	if err != nil {
@@ -422,6 +448,9 @@ func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Chec
 	head, err := stmtHead(ctx, tx.StmtContext(ctx, s.selHead))
 	if err != nil {
 		return nil, nil, &WriteError{Op: "read head", Seq: seq, Err: err}
+	}
+	if head.Seq == 0 {
+		head = s.base // no row in this segment yet
 	}
 	if head != s.head {
 		if err := s.adopt(ctx, tx, head); err != nil {
@@ -546,11 +575,11 @@ func (s *Store) checkpointLocked() (Checkpoint, error) {
 	if s.refused != nil {
 		return Checkpoint{}, s.refused
 	}
-	if s.head.Seq == 0 {
+	if s.head.Seq == s.base.Seq {
 		return Checkpoint{}, ErrEmptyTrail
 	}
 	if s.lastCP == s.head.Seq {
-		c, ok, err := s.r.LastCheckpoint(ctx)
+		c, ok, err := s.LastCheckpoint(ctx)
 		if err != nil {
 			return Checkpoint{}, err
 		}
@@ -580,17 +609,24 @@ func (s *Store) checkpointLocked() (Checkpoint, error) {
 // LastCheckpoint returns the newest stored checkpoint; ok is false if there
 // is none.
 func (s *Store) LastCheckpoint(ctx context.Context) (c Checkpoint, ok bool, err error) {
+	if s.seg != nil {
+		return s.seg.lastCheckpoint(ctx)
+	}
 	return s.r.LastCheckpoint(ctx)
 }
 
-// Events streams committed rows; see Reader.Events.
+// Events streams committed rows; see Reader.Events. A directory trail's
+// rows come from every segment on the box the query reaches, in seq order.
 func (s *Store) Events(ctx context.Context, q Query) iter.Seq2[Record, error] {
+	if s.seg != nil {
+		return s.seg.events(ctx, q)
+	}
 	return s.r.Events(ctx, q)
 }
 
 // Export writes rows as JSON lines; see Reader.Export.
 func (s *Store) Export(ctx context.Context, w io.Writer, q Query) (int64, error) {
-	return s.r.Export(ctx, w, q)
+	return exportRows(s.Events(ctx, q), w)
 }
 
 // Close signs a final checkpoint of the head if the store has a key and the
@@ -619,7 +655,9 @@ func (s *Store) closeAll() error {
 			errs = append(errs, st.Close())
 		}
 	}
-	if s.r != nil {
+	if s.seg != nil {
+		errs = append(errs, s.seg.close())
+	} else if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
 	if s.w != nil {

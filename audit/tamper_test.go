@@ -321,10 +321,17 @@ func TestVerifyCatchesTampering(t *testing.T) {
 		{
 			name: "change the table id",
 			script: func(string) string {
-				return "DROP TRIGGER meta_no_update; UPDATE meta SET value = 'T2';"
+				return "DROP TRIGGER meta_no_update; UPDATE meta SET value = 'T2' WHERE key = 'table';"
 			},
 			external: true,
 			want:     []string{"bad_signature@10", "bad_signature@15", "bad_signature@20", "bad_signature@5", "missing_trigger@0", "wrong_table@20"},
+		},
+		{
+			name: "scribble over the chain's base",
+			script: func(string) string {
+				return "DROP TRIGGER meta_no_update; UPDATE meta SET value = 'x' WHERE key IN ('base_seq', 'base_hash');"
+			},
+			want: []string{"malformed@0", "missing_trigger@0"},
 		},
 		{
 			name: "replace a trigger with one that does nothing",

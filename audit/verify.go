@@ -103,6 +103,8 @@ type Report struct {
 	Findings          []Finding `json:"findings"`
 	// Omitted counts findings past VerifyOptions.MaxFindings.
 	Omitted int64 `json:"omitted,omitempty"`
+	// Segments is how many files a trail of segments read (0 for one file).
+	Segments int `json:"segments,omitempty"`
 	// Unverifiable says why the signatures could not be checked with the
 	// keys given: no checkpoint is signed by any of them (a wrong key
 	// file, not tampering). OK is then false, but Tampered is not.
@@ -153,8 +155,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	case !r.SignaturesChecked:
 		sigs = "signatures NOT checked (no public key)"
 	}
-	_, err := fmt.Fprintf(w, "%s: %s table %q, %d events, head seq %d hash %s, %d checkpoints, %s\n",
-		verdict, r.Path, r.Table, r.Events, r.Head.Seq, r.Head.Hash, r.Checkpoints, sigs)
+	segs := ""
+	if r.Segments > 0 {
+		segs = fmt.Sprintf(" in %d segments", r.Segments)
+	}
+	_, err := fmt.Fprintf(w, "%s: %s table %q, %d events%s, head seq %d hash %s, %d checkpoints, %s\n",
+		verdict, r.Path, r.Table, r.Events, segs, r.Head.Seq, r.Head.Hash, r.Checkpoints, sigs)
 	return err
 }
 
@@ -190,6 +196,9 @@ func Verify(ctx context.Context, path string, opt VerifyOptions) (*Report, error
 // stored checkpoints past the cut leaves a shorter trail that verifies:
 // only a checkpoint held elsewhere catches that.
 func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error) {
+	if r.parts != nil {
+		return r.verifyParts(ctx, opt)
+	}
 	limit := opt.MaxFindings
 	if limit <= 0 {
 		limit = 1000
@@ -203,6 +212,9 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 
 	if err := checkSchemaObjects(ctx, tx, func(f Finding) { rep.add(limit, f) }); err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	}
+	if r.baseErr != nil {
+		rep.add(limit, Finding{Kind: FindingMalformed, Detail: "the chain's base in meta: " + r.baseErr.Error()})
 	}
 
 	stored, bad, err := readCheckpoints(ctx, tx, r.table)
@@ -229,7 +241,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		atSeq[c.Seq] = nil
 	}
 
-	prev := Head{}
+	prev := r.base // where this file's chain starts: row 0, or a sealed segment's head
 	// checkRow checks one row whose values have the stored types.
 	checkRow := func(seq int64, at, kind string, shoe, coup int64, body, prevText, hashText string) {
 		rep.Events++
@@ -318,7 +330,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		}
 	}
 	if len(opt.PublicKeys) > 0 {
-		var last int64
+		last := r.base.Seq // signed in the sealed segment before this one
 		for _, c := range stored {
 			last = max(last, c.Seq)
 		}
@@ -355,6 +367,11 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 // checkSchemaObjects compares the tables, index and triggers with the ones
 // the store creates.
 func checkSchemaObjects(ctx context.Context, q queryer, report func(Finding)) error {
+	var version int
+	if err := q.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	triggers := triggersFor(version)
 	rows, err := q.QueryContext(ctx, `SELECT type, name, coalesce(sql, '') FROM sqlite_schema WHERE type IN ('table', 'index', 'trigger', 'view')`)
 	if err != nil {
 		return fmt.Errorf("read schema: %w", err)
@@ -381,13 +398,13 @@ func checkSchemaObjects(ctx context.Context, q queryer, report func(Finding)) er
 			report(Finding{Kind: FindingAlteredSchema, Detail: fmt.Sprintf("%s is %q, want %q", o.name, normSQL(got.sql), normSQL(o.sql))})
 		}
 	}
-	for _, name := range sortedKeys(schemaTriggers) {
+	for _, name := range sortedKeys(triggers) {
 		got, ok := have[name]
 		switch {
 		case !ok:
 			report(Finding{Kind: FindingMissingTrigger, Detail: fmt.Sprintf("trigger %s is missing: the table it guards can be changed", name)})
-		case got.typ != "trigger" || normSQL(got.sql) != normSQL(schemaTriggers[name]):
-			report(Finding{Kind: FindingAlteredTrigger, Detail: fmt.Sprintf("trigger %s is %q, want %q", name, normSQL(got.sql), normSQL(schemaTriggers[name]))})
+		case got.typ != "trigger" || normSQL(got.sql) != normSQL(triggers[name]):
+			report(Finding{Kind: FindingAlteredTrigger, Detail: fmt.Sprintf("trigger %s is %q, want %q", name, normSQL(got.sql), normSQL(triggers[name]))})
 		}
 	}
 	ours := map[string]bool{}
@@ -395,7 +412,7 @@ func checkSchemaObjects(ctx context.Context, q queryer, report func(Finding)) er
 		ours[o.name] = true
 	}
 	for _, name := range sortedKeys(have) {
-		_, known := schemaTriggers[name]
+		_, known := triggers[name]
 		switch o := have[name]; {
 		case o.typ == "trigger" && !known:
 			report(Finding{Kind: FindingAlteredTrigger, Detail: fmt.Sprintf("unknown trigger %s: %q", name, normSQL(o.sql))})

@@ -189,6 +189,13 @@ func (t *Table) Config() TableConfig { return t.cfg }
 // Phase is the current phase.
 func (t *Table) Phase() Phase { return t.phase }
 
+// BetweenCoups reports whether the table stands between two coups: a coup's
+// result is final and the next coup's betting has not opened, or no shoe is
+// in play. A trail is cut into segments only then, never inside a coup.
+func (t *Table) BetweenCoups() bool {
+	return t.phase == PhaseNoShoe || (t.phase == PhaseResult && t.final)
+}
+
 // ShoeNumber and CoupNumber say where the table is.
 func (t *Table) ShoeNumber() int { return t.shoe }
 

@@ -79,6 +79,7 @@ flags:
 	fs.Float64Var(&o.ThroughputRate, "throughput-rate", 0, "cards a second of the paced throughput run: the goal (default 4000)")
 	fs.IntVar(&o.TrailRows, "trail-rows", 0, "rows of the trail verified and replayed (default 1000000; --quick 20000)")
 	startupRows := fs.String("startup-rows", "", "the trails started on, comma-separated row counts (default 100000,10000000; --quick 5000,50000)")
+	fs.IntVar(&o.SegmentRows, "segment-rows", 0, "rows of the segment the cut-over seals (default 1000000; --quick 20000)")
 	fs.IntVar(&o.OddsShoes, "odds-shoes", 0, "shoes whose every coup is priced (default 8; --quick 1)")
 	fs.DurationVar(&o.Session, "session", 0, "footprint: the session's length in play (default 12h; --quick 30m)")
 	fs.DurationVar(&o.SessionWall, "session-wall", 0, "footprint: the wall time it is compressed into (default 2m30s; --quick 5s)")
@@ -123,7 +124,7 @@ flags:
 			o.StartupRows = append(o.StartupRows, n)
 		}
 	}
-	if o.Session < 0 || o.SessionWall < 0 || o.Gap < 0 || o.Cards < 0 || o.Floor < 0 || o.ThroughputCards < 0 || o.ThroughputRate < 0 || o.TrailRows < 0 || o.OddsShoes < 0 {
+	if o.Session < 0 || o.SessionWall < 0 || o.Gap < 0 || o.Cards < 0 || o.Floor < 0 || o.ThroughputCards < 0 || o.ThroughputRate < 0 || o.TrailRows < 0 || o.SegmentRows < 0 || o.OddsShoes < 0 {
 		return fmt.Errorf("sizes and durations must not be negative")
 	}
 	o.Sizes(*quick)

@@ -39,6 +39,7 @@ func TestBenchQuick(t *testing.T) {
 		// recorder's first two).
 		"Start-up on a trail of 5,001 rows (ready to deal; first publish)",
 		"Start-up on a trail of 50,001 rows (ready to deal; first publish)",
+		"Segment cut-over (the decision to cut to the first row of play in the new segment)",
 		"Resident memory, simulated 12-hour session",
 		"CPU time, simulated 12-hour session",
 	}

@@ -50,7 +50,7 @@ var errTampered = errors.New("the audit trail did not verify")
 
 func runAuditVerify(args []string, stdout io.Writer) error {
 	fs := newFlagSet("audit verify")
-	db := fs.String("db", "", "trail `file` (required; opened read-only)")
+	db := fs.String("db", "", "the trail (required; opened read-only): a `file`, a directory of segments, or segment files in order, comma-separated")
 	var cpFiles, keyFiles []string
 	fs.Func("checkpoint", "checkpoint `file` held elsewhere (repeatable)", func(s string) error {
 		cpFiles = append(cpFiles, s)
@@ -192,7 +192,7 @@ var errUnverified = errors.New("the checkpoint signatures were not verified")
 
 func runAuditExport(args []string, stdout io.Writer) error {
 	fs := newFlagSet("audit export")
-	db := fs.String("db", "", "trail `file` (required; opened read-only)")
+	db := fs.String("db", "", "the trail (required; opened read-only): a `file`, a directory of segments, or segment files in order, comma-separated")
 	var q audit.Query
 	fs.Int64Var(&q.From, "from", 0, "first `seq`")
 	fs.Int64Var(&q.To, "to", 0, "last `seq` (0: the head)")
@@ -239,7 +239,7 @@ func runAuditExport(args []string, stdout io.Writer) error {
 
 func runAuditCheckpoint(args []string, stdout io.Writer) error {
 	fs := newFlagSet("audit checkpoint")
-	db := fs.String("db", "", "trail `file` (required; opened read-only)")
+	db := fs.String("db", "", "the trail (required; opened read-only): a `file`, a directory of segments, or segment files in order, comma-separated")
 	out := fs.String("out", "", "checkpoint `file` to write (default: standard output)")
 	pubkey := fs.String("pubkey", "", "refuse a checkpoint that does not verify with this public key (a PEM `file` or a pkcs11: URI)")
 	if err := parseFlags(fs, args); err != nil {

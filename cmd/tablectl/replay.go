@@ -29,7 +29,7 @@ var errDiffers = errors.New("the trail differs from what the rules derive")
 
 func runReplay(args []string, stdout io.Writer) error {
 	fs := newFlagSet("replay")
-	db := fs.String("db", "", "the audit trail (SQLite file)")
+	db := fs.String("db", "", "the audit trail: a SQLite `file`, a directory of segments, or segment files in order, comma-separated")
 	shoe := fs.Int("shoe", 0, "print only this shoe (0: all)")
 	coupN := fs.Int("coup", 0, "print only this coup (0: all)")
 	asJSON := fs.Bool("json", false, "print JSON lines instead of text")
@@ -188,7 +188,7 @@ func openTrail(ctx context.Context, db string) (*audit.Reader, error) {
 
 func runRecall(args []string, stdout io.Writer) error {
 	fs := newFlagSet("recall")
-	db := fs.String("db", "", "the audit trail (SQLite file)")
+	db := fs.String("db", "", "the audit trail: a SQLite `file`, a directory of segments, or segment files in order, comma-separated")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -25,12 +25,16 @@ var updateReplay = flag.Bool("update-replay", false, "rewrite the replay golden 
 
 // writeTrail records two coups (the first voided after it completed, the
 // second with an unreadable card entered by hand) through the recorder.
-func writeTrail(t *testing.T, path string) {
+func writeTrail(t *testing.T, path string) { writeTrailCut(t, path, nil) }
+
+// writeTrailCut is writeTrail; with segments, path is a directory trail
+// cut over between the two coups.
+func writeTrailCut(t *testing.T, path string, segments *audit.SegmentPolicy) {
 	t.Helper()
 	ctx := context.Background()
 	p, _ := coup.BuiltinProfile(coup.ProfileVIP)
 	rec, err := audit.OpenRecorder(ctx, path, audit.RecorderOptions{Table: "T9", Config: coup.DefaultTableConfig(p),
-		Clock: clock.NewStepping(time.Date(2026, 11, 22, 20, 0, 1, 0, time.UTC), time.Second), Logger: discardLogger()})
+		Clock: clock.NewStepping(time.Date(2026, 11, 22, 20, 0, 1, 0, time.UTC), time.Second), Logger: discardLogger(), Segments: segments})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +72,11 @@ func writeTrail(t *testing.T, path string) {
 	btn(coup.ButtonNoMoreBets)
 	card("9S,7H,KD,KC")
 	btn(coup.ButtonReveal)
+	if segments != nil {
+		if err := rec.Cut(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := rec.Submit(ctx, coup.Input{Kind: coup.InTick, At: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC)}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +116,54 @@ func TestReplayAndRecallGolden(t *testing.T) {
 		if out.String() != string(want) {
 			t.Errorf("%v:\n got:\n%s\nwant:\n%s", tt.args, out.String(), want)
 		}
+	}
+}
+
+// TestSegmentsCommands: replay, recall, audit verify and audit export take
+// a directory of segments (the same trail cut over between its two coups),
+// or its files comma-separated, and read across the boundary: recall gives
+// the single file's golden coups, from the directory and from the newest
+// segment alone; verify passes, and finds files given out of order.
+func TestSegmentsCommands(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "trail")
+	writeTrailCut(t, dir, &audit.SegmentPolicy{Cutover: 6 * time.Hour})
+	files, err := audit.ListSegments(dir)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("segments %v %v, want 2", files, err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "replay", "recall.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runOK := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s%s", args, code, out.String(), errb.String())
+		}
+		return out.String()
+	}
+	for _, db := range []string{dir, strings.Join(files, ","), files[1]} {
+		if got := runOK("recall", "--db", db); got != string(want) {
+			t.Errorf("recall --db %s:\n%s\nwant:\n%s", db, got, want)
+		}
+	}
+	if out := runOK("replay", "--db", dir); !strings.Contains(out, "coup 1") || !strings.Contains(out, "coup 2") || strings.Contains(out, "DIFFERENCE") {
+		t.Errorf("replay across segments:\n%s", out)
+	}
+	if out := runOK("audit", "verify", "--db", dir, "--no-signatures"); !strings.HasPrefix(out, "OK: ") || !strings.Contains(out, " in 2 segments,") {
+		t.Errorf("verify: %s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(runOK("audit", "export", "--db", dir)), "\n")
+	for i, l := range lines {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Seq != int64(i+1) {
+			t.Fatalf("export line %d: seq %d %v", i, r.Seq, err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"audit", "verify", "--no-signatures", "--db", files[1] + "," + files[0]}, &out, &errb); code == 0 || !strings.Contains(out.String(), "segment_order") {
+		t.Fatalf("verify of reordered files: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }
 

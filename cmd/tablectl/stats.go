@@ -32,7 +32,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	db := fs.String("db", "", "trail `file` (required; opened read-only)")
+	db := fs.String("db", "", "the trail (required; opened read-only): a `file`, a directory of segments, or segment files in order, comma-separated")
 	by := fs.String("by", "dealer", "group by `dealer`, shift or shoe")
 	asJSON := fs.Bool("json", false, "print JSON")
 	asCSV := fs.Bool("csv", false, "print CSV")

@@ -197,6 +197,15 @@ func (e *engine) rowMessages(rec audit.Record) []Message {
 			}
 			add(e.msg(TopicPitAlerts, 1, false, a))
 		}
+	case audit.KindArchiveFailed:
+		var b audit.ArchiveFailedBody
+		if json.Unmarshal(rec.Body, &b) == nil {
+			add(e.msg(TopicPitAlerts, 1, false, Alert{
+				State: AlertNotice, ID: fmt.Sprintf("archive-%d", rec.Seq), Source: SourceAudit, Kind: "archive_failed",
+				Message: fmt.Sprintf("sealed audit segment %s not archived (%s): it stays on the box and is tried again every hour; fix the archive before the disk fills", b.Segment, b.Error),
+				Seq:     rec.Seq, At: rec.At,
+			}))
+		}
 	case command.KindRefusals:
 		var b command.RefusalsBody
 		if json.Unmarshal(rec.Body, &b) == nil {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
@@ -204,6 +205,110 @@ func TestDiskRowsAlert(t *testing.T) {
 		}
 		if a.State != tt.state || a.Kind != "disk_low" || a.Source != SourceAudit || a.ID != "disk" {
 			t.Fatalf("%s: %+v", tt.kind, a)
+		}
+	}
+}
+
+// TestPublishAcrossSegments: on a directory trail cut over between two
+// shoes, the publisher's reading by seq (catch-up, resync, its rebuild)
+// runs across the files: every retained topic built from row 1 through the
+// seal row into the next segment is the one built from the new segment's
+// opening snapshot alone, and the seal row publishes its pit/events line
+// and nothing else.
+func TestPublishAcrossSegments(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "trail")
+	rec, err := audit.OpenRecorder(ctx, dir, audit.RecorderOptions{
+		Table: tableID, Config: vipConfig(t), Clock: newStepClock(), Logger: quiet(),
+		Key: checkpointKey(), CheckpointEvery: 1, Segments: &audit.SegmentPolicy{Cutover: 6 * time.Hour},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	dealShoes(t, rec, rand.New(rand.NewPCG(16, 9)), 1)
+	// The shoe's end waits for its coup: play it out, as a dealer would.
+	for i := 0; i < 20 && rec.Cut(ctx) != nil; i++ {
+		_, pit := rec.View()
+		var in coup.Input
+		switch pit.Phase {
+		case coup.PhaseBettingOpen:
+			in = button(coup.ButtonNoMoreBets)
+		case coup.PhaseBettingClosed, coup.PhaseDealing:
+			left := rec.Remaining()
+			for k := range coup.CardCount {
+				if c := coup.CardAt(k); left.Count(c) > 0 {
+					in = coup.Input{Kind: coup.InCard, Card: &c}
+					break
+				}
+			}
+		default:
+			in = button(coup.ButtonReveal)
+		}
+		in.ShoeSeq = rec.LastShoeSeq() + 1
+		if _, err := rec.Submit(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rec.Store().SealedSegments()) == 0 {
+		_, pit := rec.View()
+		t.Fatalf("no cut-over: the table is %s, suspended %v %q, alerts %+v", pit.Phase, pit.Suspended, pit.SuspendReason, pit.Alerts)
+	}
+	dealShoes(t, rec, rand.New(rand.NewPCG(16, 10)), 1)
+	st := rec.Store()
+	segs := st.SealedSegments()
+	if len(segs) == 0 {
+		t.Fatal("no segment sealed")
+	}
+	last := segs[len(segs)-1]
+	opening, ok, err := st.LastSnapshot(ctx, last.Head.Seq+1)
+	if err != nil || !ok || opening.Seq != last.Head.Seq+1 {
+		t.Fatalf("the new segment's first row: %+v %v %v, want its opening snapshot", opening, ok, err)
+	}
+	topics := func(from int64, snap *audit.Record) map[string]string {
+		e, err := newEngine(Topics{Prefix: "t"}, tableID, "sim", "online", vipConfig(t), quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap != nil {
+			if err := e.restore(*snap); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.quiet = true
+		next := from
+		for r, err := range st.Events(ctx, audit.Query{From: from}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Seq != next {
+				t.Fatalf("read row %d after %d: the seq does not run on across the files", r.Seq, next-1)
+			}
+			next++
+			if r.Kind == audit.KindSeal {
+				if msgs := e.rowMessages(r); len(msgs) != 0 {
+					t.Fatalf("the seal row calls for %+v", msgs)
+				}
+			}
+			e.apply(r)
+		}
+		if next-1 != st.Head().Seq {
+			t.Fatalf("read up to %d, the head is %d", next-1, st.Head().Seq)
+		}
+		e.quiet = false
+		out := map[string]string{}
+		for _, m := range e.retainedMessages(true) {
+			out[m.Topic] = string(m.Payload)
+		}
+		return out
+	}
+	full, fromSnap := topics(1, nil), topics(opening.Seq+1, &opening)
+	if len(full) != len(fromSnap) || len(full) == 0 {
+		t.Fatalf("%d retained topics from row 1, %d from the snapshot", len(full), len(fromSnap))
+	}
+	for topic, p := range full {
+		if fromSnap[topic] != p {
+			t.Fatalf("%s from row 1:\n%s\nfrom the new segment's snapshot:\n%s", topic, p, fromSnap[topic])
 		}
 	}
 }

@@ -50,6 +50,7 @@ type Options struct {
 	ThroughputRate  float64       // cards a second of the paced throughput run
 	TrailRows       int           // rows of the trail verified and replayed
 	StartupRows     []int         // the trails started on: a short and a long history
+	SegmentRows     int           // rows of the segment the cut-over seals
 	OddsShoes       int           // shoes whose coups are priced
 	Session         time.Duration // footprint: virtual length of the session
 	SessionWall     time.Duration // footprint: real time it is compressed into
@@ -99,6 +100,7 @@ func (o *Options) Sizes(quick bool) {
 		}
 	}
 	set(&o.OddsShoes, 8, 1)
+	set(&o.SegmentRows, 1_000_000, 20_000)
 	setD(&o.Gap, 2*time.Millisecond, time.Millisecond)
 	setD(&o.Session, 12*time.Hour, 30*time.Minute)
 	setD(&o.SessionWall, 150*time.Second, 5*time.Second)
@@ -135,7 +137,7 @@ type Row struct {
 
 // The rows, in the table's order. The test checks every one is printed.
 var benchRowIDs = []string{
-	"card_to_display", "floor", "throughput", "verify", "replay", "odds", "startup", "startup_long", "memory", "cpu",
+	"card_to_display", "floor", "throughput", "verify", "replay", "odds", "startup", "startup_long", "segment_cutover", "memory", "cpu",
 }
 
 // benchRowWhat names each row in the table.
@@ -148,6 +150,7 @@ var benchRowWhat = map[string]string{
 	"odds":            "Exact odds after each coup (coup.Analyze)",
 	"startup":         "Start-up on a short history (ready to deal; first publish)",
 	"startup_long":    "Start-up on a long history (ready to deal; first publish)",
+	"segment_cutover": "Segment cut-over (the decision to cut to the first row of play in the new segment)",
 	"memory":          "Resident memory, simulated 12-hour session",
 	"cpu":             "CPU time, simulated 12-hour session",
 }
@@ -247,6 +250,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	step("startup", []string{"startup", "startup_long"}, func(ctx context.Context, d string) ([]Row, error) {
 		return benchStartups(ctx, o, d)
 	})
+	step("segment", []string{"segment_cutover"}, func(ctx context.Context, d string) ([]Row, error) {
+		return benchCutover(ctx, o, d)
+	})
 	step("card to display", []string{"card_to_display", "floor"}, func(ctx context.Context, d string) ([]Row, error) {
 		return benchLatency(ctx, o, d)
 	})
@@ -277,7 +283,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 // Parts are the parts --only may name, in the order they run.
-var Parts = []string{"odds", "trail", "startup", "latency", "throughput", "footprint"}
+var Parts = []string{"odds", "trail", "startup", "segment", "latency", "throughput", "footprint"}
 
 // benchPartName is the --only name of a step.
 func benchPartName(step string) string {

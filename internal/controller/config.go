@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tablectl/tablectl/audit"
 	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
@@ -126,7 +127,30 @@ type ShoeSection struct {
 
 // AuditSection is the trail and its checkpoint key.
 type AuditSection struct {
-	Path string `json:"path"`
+	// Path is the trail as one SQLite file (a version 1 trail stays one).
+	Path string `json:"path,omitempty"`
+	// Dir keeps the trail as a directory of sealed segments, one per
+	// gaming day (docs/audit.md, "Segments"). With Path too, the file at
+	// Path is sealed and moved into Dir as its first segment at the first
+	// start, and the chain goes on there.
+	Dir string `json:"dir,omitempty"`
+	// SegmentCutover is the time of day ("06:00") the gaming day begins,
+	// in SegmentZone: the trail is cut at the first moment after it that
+	// the table is between coups. Default 06:00.
+	SegmentCutover string `json:"segment_cutover,omitempty"`
+	// SegmentZone is the IANA zone SegmentCutover is read in; default UTC.
+	SegmentZone string `json:"segment_zone,omitempty"`
+	// SegmentEveryShoes, when set, also cuts once this many shoes have
+	// ended in the live segment, at the last one's end.
+	SegmentEveryShoes int `json:"segment_every_shoes,omitempty"`
+	// ArchiveDir receives a verified copy of each sealed segment.
+	ArchiveDir string `json:"archive_dir,omitempty"`
+	// ArchiveCommand is run with a sealed segment's path as its last
+	// argument; exit status 0 means archived.
+	ArchiveCommand []string `json:"archive_command,omitempty"`
+	// KeepDays is how many days of archived segments stay on the box; 0
+	// keeps them all. Never a segment not archived.
+	KeepDays int `json:"keep_days,omitempty"`
 	// CheckpointKey is the Ed25519 key that signs checkpoints: a PEM private
 	// key file (keep it outside the trail's directory) or a PKCS#11 URI
 	// naming a key that never leaves its token (docs/audit.md). Empty
@@ -287,13 +311,10 @@ func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	if err := c.Shoe.Port.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("shoe.port: %w", err))
 	}
-	if c.Audit.Path == "" {
-		errs = append(errs, errors.New("audit.path is required"))
-	}
+	errs = append(errs, c.Audit.complete(dir))
 	if c.Audit.SnapshotEvery < 0 || c.Audit.FreeSpaceFloorMB < 0 {
 		errs = append(errs, errors.New("audit.snapshot_every and audit.free_space_floor_mb must not be negative"))
 	}
-	c.Audit.Path = under(dir, c.Audit.Path)
 	c.HTTP.DisplayPasswordFile = under(dir, c.HTTP.DisplayPasswordFile)
 	c.HTTP.PitBrokerPasswordFile = under(dir, c.HTTP.PitBrokerPasswordFile)
 	c.HTTP.PitPasswordFile = under(dir, c.HTTP.PitPasswordFile)
@@ -408,4 +429,67 @@ func profileOf(raw json.RawMessage) (coup.Profile, error) {
 		return coup.BuiltinProfile(name)
 	}
 	return coup.ParseProfile(raw)
+}
+
+// complete checks the trail's keys and takes relative paths from dir.
+func (a *AuditSection) complete(dir string) error {
+	var errs []error
+	switch {
+	case a.Path == "" && a.Dir == "":
+		errs = append(errs, errors.New("audit.path or audit.dir is required"))
+	}
+	a.Path, a.Dir, a.ArchiveDir = under(dir, a.Path), under(dir, a.Dir), under(dir, a.ArchiveDir)
+	if a.Dir == "" && (a.SegmentCutover != "" || a.SegmentZone != "" || a.SegmentEveryShoes != 0 || a.ArchiveDir != "" || len(a.ArchiveCommand) > 0 || a.KeepDays != 0) {
+		errs = append(errs, errors.New("audit.path: segment_cutover, segment_zone, segment_every_shoes, archive_dir, archive_command and keep_days go with audit.dir, not a trail in one file"))
+	}
+	if _, err := a.Segments(); err != nil {
+		errs = append(errs, err)
+	}
+	if a.KeepDays < 0 {
+		errs = append(errs, errors.New("audit.keep_days: must not be negative"))
+	}
+	if a.ArchiveDir != "" && a.Dir != "" && filepath.Clean(a.ArchiveDir) == filepath.Clean(a.Dir) {
+		errs = append(errs, errors.New("audit.archive_dir: the trail's own directory: archive elsewhere (another disk or a network share)"))
+	}
+	if a.SegmentEveryShoes < 0 {
+		errs = append(errs, errors.New("audit.segment_every_shoes: must not be negative"))
+	}
+	if a.KeepDays > 0 && a.ArchiveDir == "" && len(a.ArchiveCommand) == 0 {
+		errs = append(errs, errors.New("audit.keep_days: deletes archived segments: set audit.archive_dir or audit.archive_command"))
+	}
+	if len(a.ArchiveCommand) > 0 && a.ArchiveCommand[0] == "" {
+		errs = append(errs, errors.New("audit.archive_command: the command is empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// Trail is the trail's path: the directory of segments, or the file.
+func (a *AuditSection) Trail() string {
+	if a.Dir != "" {
+		return a.Dir
+	}
+	return a.Path
+}
+
+// Segments is the cut-over policy of a directory trail; nil for a file.
+func (a *AuditSection) Segments() (*audit.SegmentPolicy, error) {
+	if a.Dir == "" {
+		return nil, nil
+	}
+	cut := a.SegmentCutover
+	if cut == "" {
+		cut = "06:00"
+	}
+	t, err := time.Parse("15:04", cut)
+	if err != nil {
+		return nil, fmt.Errorf("audit.segment_cutover: %q: want HH:MM", a.SegmentCutover)
+	}
+	p := &audit.SegmentPolicy{Cutover: time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, Location: time.UTC,
+		EveryShoes: a.SegmentEveryShoes}
+	if a.SegmentZone != "" {
+		if p.Location, err = time.LoadLocation(a.SegmentZone); err != nil {
+			return nil, fmt.Errorf("audit.segment_zone: %w", err)
+		}
+	}
+	return p, nil
 }

@@ -157,6 +157,12 @@ func checkFiles(c Config) []Finding {
 			fail("audit.path", fmt.Errorf("the trail's folder %s does not exist", dir))
 		}
 	}
+	if c.Audit.Dir != "" {
+		dir := filepath.Dir(c.Audit.Dir)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			fail("audit.dir", fmt.Errorf("the folder %s the trail's directory goes in does not exist", dir))
+		}
+	}
 	secret := func(key, path string) {
 		if path == "" {
 			return

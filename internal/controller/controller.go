@@ -68,8 +68,11 @@ type Controller struct {
 	pitBroker display.WebLogin
 	conn      *mqttpub.Conn
 	pub       *mqttpub.Publisher
-	commands  *signedcmd.Handler
-	keys      *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
+	// sealed wakes the retention part when a segment is sealed; nil for a
+	// trail in one file.
+	sealed   chan struct{}
+	commands *signedcmd.Handler
+	keys     *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
 
 	webPitPassword string // the demo's generated pit password
 
@@ -115,7 +118,7 @@ func RunFile(ctx context.Context, path string, o MQTTOverride, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	log.Info("controller running", "version", buildinfo.Get().Short(), "shoe_port", c.Shoe.Port.Path, "driver", c.Shoe.Driver, "trail", c.Audit.Path, "http", c.HTTP.Listen,
+	log.Info("controller running", "version", buildinfo.Get().Short(), "shoe_port", c.Shoe.Port.Path, "driver", c.Shoe.Driver, "trail", c.Audit.Trail(), "http", c.HTTP.Listen,
 		"mqtt", ctl.BrokerURL(), "topics", ctl.TopicPrefix())
 	return ctl.Run(ctx)
 }
@@ -171,10 +174,24 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 			hooks.OnWriteFailure(err, v)
 		}
 	}
-	rec, err := audit.OpenRecorder(ctx, c.Audit.Path, audit.RecorderOptions{
+	segs, err := c.Audit.Segments()
+	if err != nil {
+		closeKey()
+		return nil, err
+	}
+	if segs != nil {
+		ctl.sealed = make(chan struct{}, 1)
+		segs.OnSealed = func(string) {
+			select { // the retention part archives it
+			case ctl.sealed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	rec, err := audit.OpenRecorder(ctx, c.Audit.Trail(), audit.RecorderOptions{
 		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1, SnapshotEvery: c.Audit.SnapshotEvery,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
-		Version: buildinfo.Get().Short(),
+		Version: buildinfo.Get().Short(), Segments: segs, MoveFrom: moveFrom(c.Audit),
 	})
 	if err != nil {
 		closeKey()
@@ -520,6 +537,9 @@ func (ctl *Controller) Run(ctx context.Context) error {
 	parts.start("rejection summaries", func() { ctl.summariseRejects(ctx) })
 	parts.start("self-checks", func() { ctl.runSelfChecks(ctx) })
 	parts.start("disk watch", func() { ctl.watchDisk(ctx) })
+	if ctl.sealed != nil {
+		parts.start("segment retention", func() { ctl.retainSegments(ctx) })
+	}
 	if ctl.pub != nil {
 		parts.start("mqtt publisher", func() {
 			if err := ctl.pub.Run(ctx); err != nil {
@@ -932,4 +952,13 @@ func (ctl *Controller) TopicPrefix() string {
 		return ""
 	}
 	return ctl.cfg.MQTT.Prefix
+}
+
+// moveFrom is the single-file trail to move into the directory of segments
+// (audit.path with audit.dir), or "".
+func moveFrom(a AuditSection) string {
+	if a.Dir == "" {
+		return ""
+	}
+	return a.Path
 }

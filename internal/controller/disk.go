@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
@@ -16,9 +17,9 @@ const diskCheckEvery = time.Minute
 // and ctl.disk_ok once it is back: the pit hears of a filling disk days
 // before writes fail, not when the table stops.
 func (ctl *Controller) watchDisk(ctx context.Context) {
-	w := audit.DiskWatch{Path: ctl.cfg.Audit.Path, Floor: uint64(max(0, ctl.cfg.Audit.FreeSpaceFloorMB)) << 20}
+	w := audit.DiskWatch{Path: ctl.cfg.Audit.Trail(), Floor: ctl.floorBytes()}
 	check := func() {
-		free, total, err := audit.DiskSpace(ctl.cfg.Audit.Path)
+		free, total, err := audit.DiskSpace(ctl.diskPath())
 		if err != nil {
 			ctl.log.Warn("free space under the trail not read", "err", err)
 			return
@@ -42,4 +43,18 @@ func (ctl *Controller) watchDisk(ctx context.Context) {
 			check()
 		}
 	}
+}
+
+// diskPath is a file on the trail's file system, for DiskSpace (which reads
+// the file system of its folder).
+func (ctl *Controller) diskPath() string {
+	if ctl.cfg.Audit.Dir != "" {
+		return filepath.Join(ctl.cfg.Audit.Dir, "lock")
+	}
+	return ctl.cfg.Audit.Path
+}
+
+// floorBytes is audit.free_space_floor_mb; 0 is DiskWatch's default.
+func (ctl *Controller) floorBytes() uint64 {
+	return uint64(max(0, ctl.cfg.Audit.FreeSpaceFloorMB)) << 20
 }

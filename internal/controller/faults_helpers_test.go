@@ -476,7 +476,7 @@ func editConfig(t *testing.T, r *processRig, edit func(map[string]any)) {
 	if err != nil {
 		t.Fatalf("edited config: %v", err)
 	}
-	r.trail, r.tc = c.Audit.Path, tc
+	r.trail, r.tc = c.Audit.Trail(), tc
 }
 
 // do sends one command and returns the table's reply; it fails the test
