@@ -4,12 +4,16 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // FindingKind says what Verify found wrong.
@@ -195,14 +199,30 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		limit = 1000
 	}
 	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(opt.PublicKeys) > 0}
-	tx, err := r.db.BeginTx(ctx, nil)
+	conn, err := r.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
 	}
-	defer tx.Rollback()
-
-	if err := checkSchemaObjects(ctx, tx, func(f Finding) { rep.add(limit, f) }); err != nil {
+	defer conn.Close()
+	var tx *sql.Tx
+	// The schema is read first: that takes the snapshot every check uses.
+	second, secondTx, err := snapshotConns(ctx, r.db, conn, func() error {
+		if tx, err = conn.BeginTx(ctx, nil); err != nil {
+			return err
+		}
+		return checkSchemaObjects(ctx, tx, func(f Finding) { rep.add(limit, f) })
+	})
+	if tx != nil {
+		defer tx.Rollback()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	}
+	conns := []*sql.Conn{conn}
+	if second != nil {
+		defer second.Close()
+		defer secondTx.Rollback()
+		conns = append(conns, second)
 	}
 
 	stored, bad, err := readCheckpoints(ctx, tx, r.table)
@@ -229,39 +249,71 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		atSeq[c.Seq] = nil
 	}
 
+	keys := make(map[string]ed25519.PublicKey, len(opt.PublicKeys))
+	for _, k := range opt.PublicKeys {
+		keys[KeyID(k)] = k
+	}
+	if len(keys) > 0 {
+		// A key that signed none of the checkpoints is the wrong key file,
+		// not evidence of tampering: say so instead of a finding for each.
+		signers := map[string]bool{}
+		for _, c := range claims {
+			signers[c.KeyID] = true
+		}
+		matched := false
+		for id := range keys {
+			matched = matched || signers[id]
+		}
+		if !matched && len(signers) > 0 {
+			rep.Unverifiable = fmt.Sprintf("the checkpoints are signed by key %s, not by the key given (%s)",
+				strings.Join(slices.Sorted(maps.Keys(signers)), ", "), strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
+			rep.SignaturesChecked = false
+			keys = nil
+		}
+	}
+	// The signatures do not depend on the rows: they are checked on other
+	// cores while the rows are read.
+	slices.SortStableFunc(claims, func(a, b claim) int { return cmp.Compare(a.Seq, b.Seq) })
+	sigErrs := make([]error, len(claims))
+	sigsDone := verifySignatures(len(claims), func(i int) {
+		c := claims[i]
+		if k, ok := keys[c.KeyID]; ok && c.Table == r.table {
+			sigErrs[i] = c.VerifySignature(k)
+		}
+	})
+
 	prev := Head{}
-	// checkRow checks one row whose values have the stored types.
-	checkRow := func(seq int64, at, kind string, shoe, coup int64, body, prevText, hashText string) {
+	// check checks one row, its fields prepared.
+	check := func(seq int64, at string, p *preparedRow) {
 		rep.Events++
 		link := true
 		if seq != prev.Seq+1 {
 			rep.add(limit, Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
 			link = false // the predecessor is gone: its link cannot be checked
 		}
-		prevHash, errPrev := ParseHash(prevText)
-		hash, errHash := ParseHash(hashText)
 		switch {
-		case errPrev != nil:
-			rep.add(limit, Finding{FindingMalformed, seq, "prev_hash: " + errPrev.Error()})
-		case errHash != nil:
-			rep.add(limit, Finding{FindingMalformed, seq, "hash: " + errHash.Error()})
+		case p.errPrev != nil:
+			rep.add(limit, Finding{FindingMalformed, seq, "prev_hash: " + p.errPrev.Error()})
+		case p.errHash != nil:
+			rep.add(limit, Finding{FindingMalformed, seq, "hash: " + p.errHash.Error()})
 		default:
-			if !canonicalTime(at) {
+			if !p.canonAt {
 				rep.add(limit, Finding{FindingMalformed, seq, fmt.Sprintf("at %q is not a time in the trail's canonical form", at)})
 			}
-			if want := rowHashString(seq, at, kind, shoe, coup, body, prevHash); want != hash {
-				rep.add(limit, Finding{FindingEdited, seq, fmt.Sprintf("stored hash %s, fields hash to %s", hash, want)})
+			if p.want != p.hash {
+				rep.add(limit, Finding{FindingEdited, seq, fmt.Sprintf("stored hash %s, fields hash to %s", p.hash, p.want)})
 			}
-			if link && prevHash != prev.Hash {
-				rep.add(limit, Finding{FindingBrokenLink, seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", prevHash, prev.Seq, prev.Hash)})
+			if link && p.prev != prev.Hash {
+				rep.add(limit, Finding{FindingBrokenLink, seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", p.prev, prev.Seq, prev.Hash)})
 			}
 		}
 		if _, ok := atSeq[seq]; ok {
-			h := hash
+			h := p.hash
 			atSeq[seq] = &h
 		}
-		prev = Head{Seq: seq, Hash: hash}
+		prev = Head{Seq: seq, Hash: p.hash}
 	}
+	var buf []byte
 	// checkAny checks a row read value by value, whatever types a hostile
 	// file holds.
 	checkAny := func(vSeq, vAt, vKind, vShoe, vCoup, vBody, vPrev, vHash any) {
@@ -288,35 +340,23 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 			prev = Head{Seq: seq, Hash: h}
 			return
 		}
-		checkRow(seq, asText(vAt), asText(vKind), shoe, coup, asText(vBody), asText(vPrev), asText(vHash))
+		at := asText(vAt)
+		p := prepareRow(&buf, seq, at, asText(vKind), shoe, coup, asText(vBody), asText(vPrev), asText(vHash))
+		check(seq, at, &p)
 	}
-	if err := scanTrail(ctx, tx, checkRow, checkAny); err != nil {
+	err = scanTrail(ctx, tx, conns, func(row *scanRow) {
+		if l := row.loose; l != nil {
+			checkAny(l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7])
+			return
+		}
+		check(row.seq, row.at, &row.p)
+	})
+	<-sigsDone
+	if err != nil {
 		return nil, fmt.Errorf("verify %s: read events after seq %d: %w", r.path, prev.Seq, err)
 	}
 	rep.Head = prev
 
-	keys := make(map[string]ed25519.PublicKey, len(opt.PublicKeys))
-	for _, k := range opt.PublicKeys {
-		keys[KeyID(k)] = k
-	}
-	if len(keys) > 0 {
-		// A key that signed none of the checkpoints is the wrong key file,
-		// not evidence of tampering: say so instead of a finding for each.
-		signers := map[string]bool{}
-		for _, c := range claims {
-			signers[c.KeyID] = true
-		}
-		matched := false
-		for id := range keys {
-			matched = matched || signers[id]
-		}
-		if !matched && len(signers) > 0 {
-			rep.Unverifiable = fmt.Sprintf("the checkpoints are signed by key %s, not by the key given (%s)",
-				strings.Join(slices.Sorted(maps.Keys(signers)), ", "), strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
-			rep.SignaturesChecked = false
-			keys = nil
-		}
-	}
 	if len(opt.PublicKeys) > 0 {
 		var last int64
 		for _, c := range stored {
@@ -326,17 +366,16 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 			rep.add(limit, Finding{FindingUnsignedRows, last + 1, fmt.Sprintf("rows %d to %d come after the last checkpoint (seq %d): the controller signs every commit, so it did not write them", last+1, rep.Head.Seq, last)})
 		}
 	}
-	slices.SortStableFunc(claims, func(a, b claim) int { return cmp.Compare(a.Seq, b.Seq) })
-	for _, c := range claims {
+	for i, c := range claims {
 		rep.Checkpoints++
 		if c.Table != r.table {
 			rep.add(limit, Finding{FindingWrongTable, c.Seq, fmt.Sprintf("%s is of table %q, the trail of %q", c.source, c.Table, r.table)})
 			continue
 		}
 		if len(keys) > 0 {
-			if k, ok := keys[c.KeyID]; !ok {
+			if _, ok := keys[c.KeyID]; !ok {
 				rep.add(limit, Finding{FindingUnknownKey, c.Seq, fmt.Sprintf("%s signed by key %s, which is not among the keys given", c.source, c.KeyID)})
-			} else if err := c.VerifySignature(k); err != nil {
+			} else if err := sigErrs[i]; err != nil {
 				rep.add(limit, Finding{FindingBadSignature, c.Seq, fmt.Sprintf("%s: %v", c.source, err)})
 			}
 		}
@@ -404,4 +443,31 @@ func checkSchemaObjects(ctx context.Context, q queryer, report func(Finding)) er
 		}
 	}
 	return nil
+}
+
+// verifySignatures runs check(i) for i in [0, n) on as many goroutines as
+// there are cores, each at the caller's thread's nice value; the returned
+// channel is closed when all are done.
+func verifySignatures(n int, check func(i int)) <-chan struct{} {
+	done := make(chan struct{})
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	nice := threadNice()
+	for range min(runtime.GOMAXPROCS(0), max(n, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n > 0 {
+				sameNice(nice)
+			}
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				check(i)
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
 }
