@@ -49,20 +49,10 @@ var scanForceRanges = false
 // taken and before the second's (tests commit a row there).
 var scanPinHook func()
 
-// rangeQuery reads a range of rows as few values as the driver copies
-// cheaply: the numbers, whether every value has its stored type, the byte
-// lengths of at, kind, body and prev_hash, and the five texts as one
-// (one Go string a row instead of five).
-const rangeQuery = `SELECT seq, shoe, coup,
-  typeof(shoe) = 'integer' AND typeof(coup) = 'integer' AND typeof(at) = 'text' AND typeof(kind) = 'text'
-    AND typeof(body) = 'text' AND typeof(prev_hash) = 'text' AND typeof(hash) = 'text',
-  octet_length(at), octet_length(kind), octet_length(body), octet_length(prev_hash),
-  at || kind || body || prev_hash || hash
-FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`
-
-// rowQuery reads one row value by value: a row rangeQuery says is not of
-// its stored types.
-const rowQuery = `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE seq = ?`
+// rangeQuery reads a range of rows. (Concatenating the five texts in SQL
+// so the driver makes one Go string a row instead of five costs SQLite
+// more than it saves Go.)
+const rangeQuery = `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`
 
 // scanRow is one row as read. Typed rows (every value of its stored type)
 // carry their fields and what prepareRow found; others carry the values.
@@ -82,46 +72,62 @@ type preparedRow struct {
 	want             Hash // the hash of the fields, when both hashes parse
 }
 
+// prepScratch is a reader's scratch space, reused across rows, and what it
+// knows of the row before: its hash text parsed (the next row's prev_hash
+// is usually the same text) and its time checked (rows of one commit share
+// it).
+type prepScratch struct {
+	buf      []byte
+	lastHash string
+	lastH    Hash
+	lastAt   string
+	lastOK   bool
+}
+
 // prepareRow parses a row's hashes, checks its time and hashes its fields.
-// buf is scratch space reused across rows.
-func prepareRow(buf *[]byte, seq int64, at, kind string, shoe, coup int64, body, prevText, hashText string) preparedRow {
+func prepareRow(sc *prepScratch, seq int64, at, kind string, shoe, coup int64, body, prevText, hashText string) preparedRow {
 	var p preparedRow
-	p.prev, p.errPrev = ParseHash(prevText)
+	if prevText == sc.lastHash && sc.lastHash != "" {
+		p.prev = sc.lastH
+	} else {
+		p.prev, p.errPrev = ParseHash(prevText)
+	}
 	p.hash, p.errHash = ParseHash(hashText)
+	if p.errHash == nil {
+		sc.lastHash, sc.lastH = hashText, p.hash
+	} else {
+		sc.lastHash = ""
+	}
 	if p.errPrev == nil && p.errHash == nil {
-		p.canonAt = canonicalTime(at)
-		p.want = rowHashInto(buf, seq, at, kind, shoe, coup, body, p.prev)
+		if at != sc.lastAt || at == "" {
+			sc.lastAt, sc.lastOK = at, canonicalTime(at)
+		}
+		p.canonAt = sc.lastOK
+		p.want = rowHashInto(&sc.buf, seq, at, kind, shoe, coup, body, p.prev)
 	}
 	return p
 }
 
-// rangeRow makes a scanRow of one row of rangeQuery, preparing it; ok is
-// false when the row must be read value by value.
-func rangeRow(buf *[]byte, v []driver.Value) (row scanRow, ok bool) {
+// typedRow makes a scanRow of one row's driver values, preparing it if
+// every value has its stored type.
+func typedRow(sc *prepScratch, v []driver.Value) scanRow {
 	seq, ok0 := v[0].(int64)
-	shoe, ok1 := v[1].(int64)
-	coup, ok2 := v[2].(int64)
-	typed, ok3 := v[3].(int64)
-	text, ok4 := v[8].(string)
-	if !(ok0 && ok1 && ok2 && ok3 && ok4) || typed != 1 {
-		return scanRow{seq: seq}, false
-	}
-	var n [4]int64
-	rest := int64(len(text))
-	for i := range n {
-		l, ok := v[4+i].(int64)
-		if !ok || l < 0 || l > rest {
-			return scanRow{seq: seq}, false
+	at, ok1 := v[1].(string)
+	kind, ok2 := v[2].(string)
+	shoe, ok3 := v[3].(int64)
+	coup, ok4 := v[4].(int64)
+	body, ok5 := v[5].(string)
+	prev, ok6 := v[6].(string)
+	hash, ok7 := v[7].(string)
+	if !(ok0 && ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+		var l [8]any
+		for i := range l {
+			l[i] = v[i]
 		}
-		n[i], rest = l, rest-l
+		return scanRow{loose: &l}
 	}
-	at := text[:n[0]]
-	kind := text[n[0]:][:n[1]]
-	body := text[n[0]+n[1]:][:n[2]]
-	prev := text[n[0]+n[1]+n[2]:][:n[3]]
-	hash := text[n[0]+n[1]+n[2]+n[3]:]
 	return scanRow{seq: seq, shoe: shoe, coup: coup, at: at,
-		p: prepareRow(buf, seq, at, kind, shoe, coup, body, prev, hash)}, true
+		p: prepareRow(sc, seq, at, kind, shoe, coup, body, prev, hash)}
 }
 
 // scanJob is one range of seqs; its reader sends the rows on out in
@@ -218,7 +224,8 @@ func ownEventsTable(ctx context.Context, tx *sql.Tx) bool {
 // scanTrailRanges is scanTrail's fast path.
 func scanTrailRanges(ctx context.Context, tx *sql.Tx, conns []*sql.Conn, visit func(*scanRow)) error {
 	var lo, hi sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT min(seq), max(seq) FROM events`).Scan(&lo, &hi); err != nil {
+	// Two subqueries: min and max in one would scan the whole table.
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`).Scan(&lo, &hi); err != nil {
 		return err
 	}
 	if !lo.Valid || !hi.Valid {
@@ -317,8 +324,8 @@ func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-c
 		if !ok {
 			return errors.New("the SQLite driver cannot query")
 		}
-		var buf []byte
-		v := make([]driver.Value, 9)
+		var sc prepScratch
+		v := make([]driver.Value, 8)
 		for j := range jobs {
 			rows, err := q.QueryContext(ctx, rangeQuery, []driver.NamedValue{{Ordinal: 1, Value: j.from}, {Ordinal: 2, Value: j.to}})
 			if err != nil {
@@ -341,15 +348,7 @@ func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-c
 					send(j, scanBatch{err: err})
 					return nil
 				}
-				row, ok := rangeRow(&buf, v)
-				if !ok {
-					if row.loose, err = readLoose(ctx, q, row.seq); err != nil {
-						rows.Close()
-						send(j, scanBatch{err: err})
-						return nil
-					}
-				}
-				batch = append(batch, row)
+				batch = append(batch, typedRow(&sc, v))
 				if len(batch) == cap(batch) {
 					if !send(j, scanBatch{rows: batch}) {
 						rows.Close()
@@ -374,24 +373,6 @@ func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-c
 			return
 		}
 	}
-}
-
-// readLoose reads the row at seq value by value.
-func readLoose(ctx context.Context, q driver.QueryerContext, seq int64) (*[8]any, error) {
-	rows, err := q.QueryContext(ctx, rowQuery, []driver.NamedValue{{Ordinal: 1, Value: seq}})
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	v := make([]driver.Value, 8)
-	if err := rows.Next(v); err != nil {
-		return nil, fmt.Errorf("row %d: %w", seq, err)
-	}
-	var l [8]any
-	for i := range l {
-		l[i] = v[i]
-	}
-	return &l, nil
 }
 
 // scanTrailReference reads the rows the plain way: the whole table in seq

@@ -251,24 +251,34 @@ func FuzzPrepareRow(f *testing.F) {
 	f.Add(int64(7), "2026-11-25T16:58:00+01:00", "k", int64(0), int64(0), "\x00", h, h)
 	f.Add(int64(7), "2026-11-25T15:58:00Z", "k", int64(0), int64(0), "{}", strings.ToUpper(h), h)
 	f.Fuzz(func(t *testing.T, seq int64, at, kind string, shoe, coup int64, body, prev, hash string) {
-		var buf []byte
-		p := prepareRow(&buf, seq, at, kind, shoe, coup, body, prev, hash)
-		wantPrev, errPrev := ParseHash(prev)
-		wantHash, errHash := ParseHash(hash)
-		if (errPrev == nil) != (p.errPrev == nil) || (errHash == nil) != (p.errHash == nil) || p.prev != wantPrev || p.hash != wantHash {
-			t.Fatalf("hashes %v %v %v %v, want %v %v %v %v", p.prev, p.errPrev, p.hash, p.errHash, wantPrev, errPrev, wantHash, errHash)
-		}
-		if errPrev != nil || errHash != nil {
-			return
-		}
-		_, errAt := parseTime(at)
-		if p.canonAt != (errAt == nil) {
-			t.Fatalf("at %q: canonical %v, parseTime says %v", at, p.canonAt, errAt)
-		}
-		if want := rowHash(seq, at, kind, shoe, coup, []byte(body), wantPrev); p.want != want {
-			t.Fatalf("hash %s, rowHash %s", p.want, want)
-		}
+		// Twice with one scratch space, the second time with the first's
+		// hash as prev_hash and the same time, as for the next row of a
+		// commit; and once more with the texts swapped.
+		var sc prepScratch
+		checkPrepared(t, prepareRow(&sc, seq, at, kind, shoe, coup, body, prev, hash), seq, at, kind, shoe, coup, body, prev, hash)
+		checkPrepared(t, prepareRow(&sc, seq, at, kind, shoe, coup, body, hash, prev), seq, at, kind, shoe, coup, body, hash, prev)
+		checkPrepared(t, prepareRow(&sc, seq, at, kind, shoe, coup, body, prev, hash), seq, at, kind, shoe, coup, body, prev, hash)
 	})
+}
+
+// checkPrepared compares prepareRow's result with the plain functions'.
+func checkPrepared(t *testing.T, p preparedRow, seq int64, at, kind string, shoe, coup int64, body, prev, hash string) {
+	t.Helper()
+	wantPrev, errPrev := ParseHash(prev)
+	wantHash, errHash := ParseHash(hash)
+	if (errPrev == nil) != (p.errPrev == nil) || (errHash == nil) != (p.errHash == nil) || p.prev != wantPrev || p.hash != wantHash {
+		t.Fatalf("hashes %v %v %v %v, want %v %v %v %v", p.prev, p.errPrev, p.hash, p.errHash, wantPrev, errPrev, wantHash, errHash)
+	}
+	if errPrev != nil || errHash != nil {
+		return
+	}
+	_, errAt := parseTime(at)
+	if p.canonAt != (errAt == nil) {
+		t.Fatalf("at %q: canonical %v, parseTime says %v", at, p.canonAt, errAt)
+	}
+	if want := rowHash(seq, at, kind, shoe, coup, []byte(body), wantPrev); p.want != want {
+		t.Fatalf("hash %s, rowHash %s", p.want, want)
+	}
 }
 
 // TestCanonicalTime: the stored form and nothing else, like parseTime.

@@ -313,7 +313,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		}
 		prev = Head{Seq: seq, Hash: p.hash}
 	}
-	var buf []byte
+	var sc prepScratch
 	// checkAny checks a row read value by value, whatever types a hostile
 	// file holds.
 	checkAny := func(vSeq, vAt, vKind, vShoe, vCoup, vBody, vPrev, vHash any) {
@@ -341,7 +341,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 			return
 		}
 		at := asText(vAt)
-		p := prepareRow(&buf, seq, at, asText(vKind), shoe, coup, asText(vBody), asText(vPrev), asText(vHash))
+		p := prepareRow(&sc, seq, at, asText(vKind), shoe, coup, asText(vBody), asText(vPrev), asText(vHash))
 		check(seq, at, &p)
 	}
 	err = scanTrail(ctx, tx, conns, func(row *scanRow) {
