@@ -25,11 +25,14 @@ import (
 // that depend on order (sequence, links, checkpoints) run on the caller's
 // goroutine in seq order.
 
-// scanRange is how many seqs one range spans; scanBatch how many rows a
-// reader hands over at a time. Variables so tests can cross many ranges.
+// scanRange is how many seqs one range spans; scanBatchRows how many rows
+// a reader hands over at a time. A reader's channel holds a whole range, so
+// a reader ahead of the caller reads its range to the end instead of
+// waiting for the other's (about 5 MB a range). Variables so tests can
+// cross many ranges.
 var (
-	scanRange     int64 = 1 << 15
-	scanBatchRows       = 512
+	scanRange     int64 = 8192
+	scanBatchRows       = 256
 )
 
 // scanReaders is how many connections read at once: more than the two a
@@ -243,6 +246,7 @@ func scanTrailRanges(ctx context.Context, tx *sql.Tx, conns []*sql.Conn, visit f
 	done := make(chan struct{})
 	jobs := make(chan *scanJob, len(conns))
 	order := make(chan *scanJob, len(conns)+1)
+	perRange := int(scanRange)/scanBatchRows + 2 // batches of a range, and its error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // hands out the ranges, in order
@@ -254,7 +258,7 @@ func scanTrailRanges(ctx context.Context, tx *sql.Tx, conns []*sql.Conn, visit f
 			if step == 0 || end < off || end > span {
 				end = span
 			}
-			j := &scanJob{from: int64(uint64(lo.Int64) + off), to: int64(uint64(lo.Int64) + end), out: make(chan scanBatch, 4)}
+			j := &scanJob{from: int64(uint64(lo.Int64) + off), to: int64(uint64(lo.Int64) + end), out: make(chan scanBatch, perRange)}
 			select {
 			case order <- j:
 			case <-done:
