@@ -157,7 +157,12 @@ type scanBatch struct {
 func snapshotConns(ctx context.Context, db *sql.DB, first *sql.Conn, begin func() error) (second *sql.Conn, secondTx *sql.Tx, err error) {
 	var dv int64
 	if scanReaders() > 1 && !scanReference {
-		if second, err = db.Conn(ctx); err == nil {
+		// Bounded: a pool allowed one connection would wait forever, and
+		// one reader is always enough.
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		second, err = db.Conn(cctx)
+		cancel()
+		if err == nil {
 			if err = second.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
 				second.Close()
 				second = nil

@@ -324,3 +324,29 @@ func TestReadersTakeTheCallersNice(t *testing.T) {
 		t.Errorf("a reader runs at nice %d, its caller at %d", n[1], n[0])
 	}
 }
+
+// TestVerifyOneConnection: a pool that allows one connection gets a
+// verify on that one, not a verify waiting for a second forever.
+func TestVerifyOneConnection(t *testing.T) {
+	smallRanges(t)
+	ctx := context.Background()
+	s, path := openTest(t, Options{Table: "T1", Key: testKey(), CheckpointEvery: 10})
+	if _, err := s.AppendBatch(ctx, sampleEvents(2000)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	r, err := OpenReader(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.db.SetMaxOpenConns(1)
+	rep, err := r.Verify(ctx, VerifyOptions{PublicKeys: []ed25519.PublicKey{testPub()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireClean(t, rep)
+	if rep.Events != 2000 {
+		t.Errorf("%d rows verified, want 2000", rep.Events)
+	}
+}
