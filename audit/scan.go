@@ -60,10 +60,10 @@ const rangeQuery = `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM
 // scanRow is one row as read. Typed rows (every value of its stored type)
 // carry their fields and what prepareRow found; others carry the values.
 type scanRow struct {
-	seq, shoe, coup int64
-	at              string
-	loose           *[8]any
-	p               preparedRow
+	seq   int64
+	at    string
+	loose *[8]any
+	p     preparedRow
 }
 
 // preparedRow is everything about a row that does not depend on the rows
@@ -129,8 +129,7 @@ func typedRow(sc *prepScratch, v []driver.Value) scanRow {
 		}
 		return scanRow{loose: &l}
 	}
-	return scanRow{seq: seq, shoe: shoe, coup: coup, at: at,
-		p: prepareRow(sc, seq, at, kind, shoe, coup, body, prev, hash)}
+	return scanRow{seq: seq, at: at, p: prepareRow(sc, seq, at, kind, shoe, coup, body, prev, hash)}
 }
 
 // scanJob is one range of seqs; its reader sends the rows on out in
