@@ -88,7 +88,26 @@ type VerifyOptions struct {
 	// PublicKeys verify checkpoint signatures, matched by key id. With
 	// none, signatures are not checked and Report.SignaturesChecked is
 	// false.
+	//
+	// Which signatures: by default the anchors only. They are the newest
+	// stored checkpoint, every external checkpoint, and every checkpoint at
+	// a seq in Anchors. The newest checkpoint signs a head whose hash, through the chain
+	// every row and link of which is checked, covers every row before it,
+	// as a signed tree head does in Certificate Transparency: one signature
+	// authenticates the whole trail up to it. The other checkpoints' heads
+	// are still held to the chain (checkpoint_mismatch), only their
+	// signatures are not checked. A bad signature on one of those, behind
+	// a valid chain, means the signer itself misbehaved (the chain was not
+	// changed, or the newest signature would not hold): only
+	// EverySignature finds that.
 	PublicKeys []ed25519.PublicKey
+	// EverySignature checks every checkpoint's signature (the forensic
+	// mode), on all cores while the rows are read.
+	EverySignature bool
+	// Anchors are more seqs whose checkpoints' signatures are always
+	// checked: segment seals, say, which a later segment's chain starts
+	// from.
+	Anchors []int64
 	// MaxFindings caps the findings listed (the rest are counted in
 	// Report.Omitted); 0 is 1000.
 	MaxFindings int
@@ -107,6 +126,18 @@ type Report struct {
 	Findings          []Finding `json:"findings"`
 	// Omitted counts findings past VerifyOptions.MaxFindings.
 	Omitted int64 `json:"omitted,omitempty"`
+	// EverySignature says every checkpoint's signature was checked; else
+	// only the anchors' (VerifyOptions.PublicKeys).
+	EverySignature bool `json:"every_signature"`
+	// SignaturesVerified is the number of checkpoint signatures checked,
+	// SignaturesUnchecked the number left unchecked (not anchors).
+	SignaturesVerified  int `json:"signatures_verified"`
+	SignaturesUnchecked int `json:"signatures_unchecked"`
+	// SignedHead is the seq of the newest stored checkpoint whose signature
+	// verified and whose head the chain holds: it authenticates rows 1 to
+	// SignedHead. 0 when there is none.
+	SignedHead int64 `json:"signed_head"`
+	newest     int64 // the newest stored checkpoint's seq
 	// Unverifiable says why the signatures could not be checked with the
 	// keys given: no checkpoint is signed by any of them (a wrong key
 	// file, not tampering). OK is then false, but Tampered is not.
@@ -156,10 +187,33 @@ func (r *Report) WriteText(w io.Writer) error {
 		sigs = "signatures NOT checked: " + r.Unverifiable
 	case !r.SignaturesChecked:
 		sigs = "signatures NOT checked (no public key)"
+	default:
+		sigs = r.signatureText()
 	}
 	_, err := fmt.Fprintf(w, "%s: %s table %q, %d events, head seq %d hash %s, %d checkpoints, %s\n",
 		verdict, r.Path, r.Table, r.Events, r.Head.Seq, r.Head.Hash, r.Checkpoints, sigs)
 	return err
+}
+
+// signatureText says which signatures were checked, when keys were given.
+func (r *Report) signatureText() string {
+	newest := "no checkpoint's signature verified"
+	switch {
+	case r.SignedHead > 0 && r.SignedHead == r.newest:
+		newest = fmt.Sprintf("newest checkpoint at seq %d verified, covering %d rows", r.SignedHead, r.SignedHead)
+	case r.SignedHead > 0:
+		newest = fmt.Sprintf("the newest checkpoint (seq %d) did not verify; the newest that did is at seq %d, covering %d rows", r.newest, r.SignedHead, r.SignedHead)
+	case r.newest > 0:
+		newest = fmt.Sprintf("the newest checkpoint (seq %d) did not verify", r.newest)
+	}
+	switch {
+	case r.EverySignature:
+		return fmt.Sprintf("signatures: every checkpoint's checked (%d); %s", r.SignaturesVerified, newest)
+	case r.SignaturesUnchecked == 0:
+		return fmt.Sprintf("signatures: %s; %d checked, none left unchecked", newest, r.SignaturesVerified)
+	}
+	return fmt.Sprintf("signatures: %s; %d checked, %d earlier checkpoints' signatures not checked (--every-signature checks them)",
+		newest, r.SignaturesVerified, r.SignaturesUnchecked)
 }
 
 // WriteJSON writes the report as one JSON object.
@@ -198,7 +252,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 	if limit <= 0 {
 		limit = 1000
 	}
-	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(opt.PublicKeys) > 0}
+	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(opt.PublicKeys) > 0, EverySignature: opt.EverySignature}
 	conn, err := r.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
@@ -274,12 +328,28 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 	// The signatures do not depend on the rows: they are checked on other
 	// cores while the rows are read.
 	slices.SortStableFunc(claims, func(a, b claim) int { return cmp.Compare(a.Seq, b.Seq) })
-	sigErrs := make([]error, len(claims))
-	sigsDone := verifySignatures(len(claims), func(i int) {
-		c := claims[i]
-		if k, ok := keys[c.KeyID]; ok && c.Table == r.table {
-			sigErrs[i] = c.VerifySignature(k)
+	anchor := anchorSeqs(stored, opt.Anchors)
+	for _, c := range stored {
+		rep.newest = max(rep.newest, c.Seq)
+	}
+	var toCheck []int // indexes into claims
+	for i, c := range claims {
+		if _, ok := keys[c.KeyID]; !ok || c.Table != r.table {
+			continue // reported below, without a signature to check
 		}
+		if opt.EverySignature || c.source != "stored checkpoint" || anchor[c.Seq] {
+			toCheck = append(toCheck, i)
+		} else {
+			rep.SignaturesUnchecked++
+		}
+	}
+	rep.SignaturesVerified = len(toCheck)
+	sigErrs := make([]error, len(claims))
+	sigChecked := make([]bool, len(claims))
+	sigsDone := verifySignatures(len(toCheck), func(j int) {
+		i := toCheck[j]
+		sigChecked[i] = true
+		sigErrs[i] = claims[i].VerifySignature(keys[claims[i].KeyID])
 	})
 
 	prev := Head{}
@@ -379,6 +449,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 				rep.add(limit, Finding{FindingBadSignature, c.Seq, fmt.Sprintf("%s: %v", c.source, err)})
 			}
 		}
+		held := false
 		switch h := atSeq[c.Seq]; {
 		case c.Seq > rep.Head.Seq:
 			rep.add(limit, Finding{FindingTruncated, c.Seq, fmt.Sprintf("%s names seq %d (hash %s) but the trail ends at seq %d", c.source, c.Seq, c.HeadHash, rep.Head.Seq)})
@@ -386,9 +457,32 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("%s names seq %d, which is missing", c.source, c.Seq)})
 		case *h != c.HeadHash:
 			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("%s says hash %s, the row has %s", c.source, c.HeadHash, *h)})
+		default:
+			held = true
+		}
+		if held && sigChecked[i] && sigErrs[i] == nil && c.source == "stored checkpoint" {
+			rep.SignedHead = max(rep.SignedHead, c.Seq)
 		}
 	}
 	return rep, nil
+}
+
+// anchorSeqs is the set of seqs whose stored checkpoints' signatures
+// Verify checks by default: the newest checkpoint's, which through the
+// chain authenticates every row before it, and more's (segment seals).
+func anchorSeqs(stored []Checkpoint, more []int64) map[int64]bool {
+	set := make(map[int64]bool, len(more)+1)
+	var newest int64
+	for _, c := range stored {
+		newest = max(newest, c.Seq)
+	}
+	if newest > 0 {
+		set[newest] = true
+	}
+	for _, s := range more {
+		set[s] = true
+	}
+	return set
 }
 
 // checkSchemaObjects compares the tables, index and triggers with the ones
