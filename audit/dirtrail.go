@@ -156,7 +156,7 @@ func (r *Reader) verifyParts(ctx context.Context, opt VerifyOptions) (*Report, e
 	if limit <= 0 {
 		limit = 1000
 	}
-	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(opt.PublicKeys) > 0}
+	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(opt.PublicKeys) > 0, EverySignature: opt.EverySignature}
 	heads := make([]Head, len(r.parts))
 	for i, p := range r.parts {
 		h, err := p.Head(ctx)
@@ -222,6 +222,13 @@ func (rep *Report) merge(limit int, pr *Report, name string) {
 	rep.Checkpoints += pr.Checkpoints
 	rep.Omitted += pr.Omitted
 	rep.Segments++
+	// Each segment's newest checkpoint is its seal's (or the live head's),
+	// so every seal's signature is checked; the trail's signed head is
+	// the newest segment's.
+	rep.SignaturesVerified += pr.SignaturesVerified
+	rep.SignaturesUnchecked += pr.SignaturesUnchecked
+	rep.SignedHead = max(rep.SignedHead, pr.SignedHead)
+	rep.newest = max(rep.newest, pr.newest)
 	if !pr.SignaturesChecked {
 		rep.SignaturesChecked = false
 	}

@@ -12,8 +12,8 @@ import (
 )
 
 // historyCheck is the full verification a recorder runs in the background
-// after starting from a snapshot: the chain, checkpoints and signatures of
-// the whole trail (Verify), and a replay of every row from row 1 through the
+// after starting from a snapshot: the chain, checkpoints and every
+// checkpoint's signature of the whole trail (Verify with EverySignature), and a replay of every row from row 1 through the
 // rules, which also holds every snapshot row to the table the rows before
 // it build. It runs on a thread of its own at the lowest CPU priority, so
 // it takes what the table does not use. A finding suspends the table as
@@ -70,7 +70,11 @@ func checkHistory(ctx context.Context, path string, cfg coup.TableConfig, keys [
 		return fmt.Errorf("history check: %w", err)
 	}
 	defer rd.Close()
-	rep, err := rd.Verify(ctx, VerifyOptions{PublicKeys: keys})
+	// Every signature, not only the newest checkpoint's as a start checks:
+	// this runs at nice 19 off the table's path, and it is the one place a
+	// checkpoint badly signed by the signer itself (behind a valid chain,
+	// so nothing else shows it) is found without someone asking.
+	rep, err := rd.Verify(ctx, VerifyOptions{PublicKeys: keys, EverySignature: true})
 	if err != nil {
 		return fmt.Errorf("history check: %w", err)
 	}

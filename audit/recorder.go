@@ -221,6 +221,9 @@ func verifyForStart(ctx context.Context, path string, keys []ed25519.PublicKey) 
 		return nil, nil, err
 	}
 	if !ok {
+		// The newest checkpoint's signature and the chain (Verify's
+		// default), as from a snapshot: a start must not wait for a
+		// signature per commit.
 		rep, err := rd.Verify(ctx, VerifyOptions{PublicKeys: keys})
 		return rep, nil, err
 	}

@@ -4,220 +4,430 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
-	"strconv"
-	"strings"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
 	"sync"
+	"time"
 )
 
-// Verify reads every row of a trail. Row by row through database/sql, each
-// row costs a dozen cgo calls (a step, then a type and a value for each of
-// eight columns), which capped verification near 500,000 rows a second.
-// scanTrail instead asks SQLite for a few thousand rows at a time as ONE
-// text (group_concat of length-prefixed fields), on a goroutine of its own,
-// while the caller hashes the chunk before: one cgo call per chunk, and the
-// two halves on two cores.
+// Verify's time is reading, not hashing: SQLite stepping through the rows
+// and the driver copying each value into Go cost about four times what
+// SHA-256 (SHA-NI) costs. go-sqlite3 already fetches a row's values in one
+// cgo call, so fewer calls gain nothing (a chunked read that had SQLite
+// concatenate rows into one text did three times SQLite's work and was
+// slower). What helps is two cores: scanTrail reads ranges of seq on two
+// connections at once when both are proven to see the same snapshot, each
+// reader parsing and hashing its own rows (prepareRow), while the checks
+// that depend on order (sequence, links, checkpoints) run on the caller's
+// goroutine in seq order.
 
-// scanChunk is how many rows one chunk holds.
-const scanChunk = 4096
+// scanRange is how many seqs one range spans; scanBatchRows how many rows
+// a reader hands over at a time. A reader's channel holds a whole range, so
+// a reader ahead of the caller reads its range to the end instead of
+// waiting for the other's (about 5 MB a range). Variables so tests can
+// cross many ranges.
+var (
+	scanRange     int64 = 8192
+	scanBatchRows       = 256
+)
 
-// chunkQuery yields, for up to scanChunk rows after a seq: the row count,
-// the last seq, whether every value has its stored type, and the rows as
-// "seq shoe coup len(at) len(kind) len(body) len(prev) len(hash) " followed
-// by the six texts, byte lengths throughout.
-const chunkQuery = `SELECT count(*), max(seq), min(typed), group_concat(r, '' ORDER BY seq) FROM (
-  SELECT seq,
-    (typeof(seq) = 'integer' AND typeof(shoe) = 'integer' AND typeof(coup) = 'integer' AND typeof(at) = 'text'
-      AND typeof(kind) = 'text' AND typeof(body) = 'text' AND typeof(prev_hash) = 'text' AND typeof(hash) = 'text') AS typed,
-    seq || ' ' || shoe || ' ' || coup || ' ' || length(CAST(at AS BLOB)) || ' ' || length(CAST(kind AS BLOB)) || ' ' ||
-      length(CAST(body AS BLOB)) || ' ' || length(CAST(prev_hash AS BLOB)) || ' ' || length(CAST(hash AS BLOB)) || ' ' ||
-      at || kind || body || prev_hash || hash AS r
-  FROM events WHERE seq > ? ORDER BY seq LIMIT ` + "4096" + `)`
+// scanReaders is how many connections read at once: more than the two a
+// table box has gains nothing, one is enough on one core.
+func scanReaders() int { return min(2, runtime.GOMAXPROCS(0)) }
 
-// scanRowsQuery reads rows value by value: for a chunk whose values are
-// not all of their stored types (a hostile file), or that does not parse.
-const scanRowsQuery = `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
+// scanReference makes Verify read every row through database/sql on one
+// goroutine and check it value by value, the simplest way: tests hold the
+// fast path to the same report.
+var scanReference = false
 
-// scanLooseOnly makes scanTrail read every row value by value (tests hold
-// the two paths to the same findings).
-var scanLooseOnly = false
+// scanForceRanges makes scanTrail take the fast path even on an events
+// table not the store's (tests feed it values of every type).
+var scanForceRanges = false
 
-// rawChunk is one chunk, or the rows of one chunk read value by value.
-type rawChunk struct {
-	text string
-	rows [][8]any
+// scanPinHook, when set, runs after the first connection's snapshot is
+// taken and before the second's (tests commit a row there).
+var scanPinHook func()
+
+// rangeQuery reads a range of rows. (Concatenating the five texts in SQL
+// so the driver makes one Go string a row instead of five costs SQLite
+// more than it saves Go.)
+const rangeQuery = `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`
+
+// scanRow is one row as read. Typed rows (every value of its stored type)
+// carry their fields and what prepareRow found; others carry the values.
+type scanRow struct {
+	seq   int64
+	at    string
+	loose *[8]any
+	p     preparedRow
+}
+
+// preparedRow is everything about a row that does not depend on the rows
+// around it.
+type preparedRow struct {
+	prev, hash       Hash
+	errPrev, errHash error
+	canonAt          bool
+	want             Hash // the hash of the fields, when both hashes parse
+}
+
+// prepScratch is a reader's scratch space, reused across rows, and what it
+// knows of the row before: its hash text parsed (the next row's prev_hash
+// is usually the same text) and its time checked (rows of one commit share
+// it).
+type prepScratch struct {
+	buf      []byte
+	lastHash string
+	lastH    Hash
+	lastAt   string
+	lastOK   bool
+}
+
+// prepareRow parses a row's hashes, checks its time and hashes its fields.
+func prepareRow(sc *prepScratch, seq int64, at, kind string, shoe, coup int64, body, prevText, hashText string) preparedRow {
+	var p preparedRow
+	if prevText == sc.lastHash && sc.lastHash != "" {
+		p.prev = sc.lastH
+	} else {
+		p.prev, p.errPrev = ParseHash(prevText)
+	}
+	p.hash, p.errHash = ParseHash(hashText)
+	if p.errHash == nil {
+		sc.lastHash, sc.lastH = hashText, p.hash
+	} else {
+		sc.lastHash = ""
+	}
+	if p.errPrev == nil && p.errHash == nil {
+		if at != sc.lastAt || at == "" {
+			sc.lastAt, sc.lastOK = at, canonicalTime(at)
+		}
+		p.canonAt = sc.lastOK
+		p.want = rowHashInto(&sc.buf, seq, at, kind, shoe, coup, body, p.prev)
+	}
+	return p
+}
+
+// typedRow makes a scanRow of one row's driver values, preparing it if
+// every value has its stored type.
+func typedRow(sc *prepScratch, v []driver.Value) scanRow {
+	seq, ok0 := v[0].(int64)
+	at, ok1 := v[1].(string)
+	kind, ok2 := v[2].(string)
+	shoe, ok3 := v[3].(int64)
+	coup, ok4 := v[4].(int64)
+	body, ok5 := v[5].(string)
+	prev, ok6 := v[6].(string)
+	hash, ok7 := v[7].(string)
+	if !(ok0 && ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+		var l [8]any
+		for i := range l {
+			l[i] = v[i]
+		}
+		return scanRow{loose: &l}
+	}
+	return scanRow{seq: seq, at: at, p: prepareRow(sc, seq, at, kind, shoe, coup, body, prev, hash)}
+}
+
+// scanJob is one range of seqs; its reader sends the rows on out in
+// order, then closes it.
+type scanJob struct {
+	from, to int64
+	out      chan scanBatch
+}
+
+type scanBatch struct {
+	rows []scanRow
 	err  error
 }
 
-// scanTrail reads every row in seq order within q (one read transaction)
-// and calls typed for each row whose values have their stored types, and
-// loose for each other row, in order.
-func scanTrail(ctx context.Context, q queryer,
-	typed func(seq int64, at, kind string, shoe, coup int64, body, prev, hash string),
-	loose func(seq, at, kind, shoe, coup, body, prev, hash any)) error {
-	out := make(chan rawChunk, 2)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(out)
-		send := func(c rawChunk) bool {
-			select {
-			case out <- c:
-				return true
-			case <-done:
-				return false
+// snapshotConns returns the connections that will read the rows: first,
+// whose transaction (begun by begin) every other check uses, and a second
+// one when it is proven to see the same snapshot. begin must take
+// first's snapshot (a read inside its transaction). The proof: PRAGMA
+// data_version on a connection changes when anyone else committed since
+// that connection last looked. The second connection looks before the
+// first's snapshot is taken and again once its own is: unchanged, nothing
+// was committed between, so both snapshots are the same. Changed (the
+// live table committed in that instant), the first reads alone.
+func snapshotConns(ctx context.Context, db *sql.DB, first *sql.Conn, begin func() error) (second *sql.Conn, secondTx *sql.Tx, err error) {
+	var dv int64
+	if scanReaders() > 1 && !scanReference {
+		// Bounded: a pool allowed one connection would wait forever, and
+		// one reader is always enough.
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		second, err = db.Conn(cctx)
+		cancel()
+		if err == nil {
+			if err = second.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
+				second.Close()
+				second = nil
 			}
-		}
-		after := int64(-1 << 63)
-		for {
-			var n int64
-			var last sql.NullInt64
-			var typed sql.NullInt64
-			var text sql.NullString
-			if err := q.QueryRowContext(ctx, chunkQuery, after).Scan(&n, &last, &typed, &text); err != nil {
-				send(rawChunk{err: err})
-				return
-			}
-			if n == 0 {
-				return
-			}
-			if typed.Int64 == 1 && text.Valid && !scanLooseOnly && validChunk(text.String, n) {
-				if !send(rawChunk{text: text.String}) {
-					return
-				}
-			} else {
-				rows, err := scanLoose(ctx, q, after, n)
-				if !send(rawChunk{rows: rows, err: err}) || err != nil {
-					return
-				}
-			}
-			if !last.Valid {
-				return
-			}
-			after = last.Int64
-		}
-	}()
-	defer wg.Wait()
-	defer close(done)
-	for c := range out {
-		if c.err != nil {
-			return c.err
-		}
-		if c.rows != nil {
-			for _, r := range c.rows {
-				loose(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7])
-			}
-			continue
-		}
-		for t := c.text; t != ""; {
-			var r parsedRow
-			r, t = parseChunkRow(t)
-			typed(r.seq, r.at, r.kind, r.shoe, r.coup, r.body, r.prev, r.hash)
+		} else {
+			second = nil
 		}
 	}
-	return nil
+	if err := begin(); err != nil {
+		if second != nil {
+			second.Close()
+		}
+		return nil, nil, err
+	}
+	if second == nil {
+		return nil, nil, nil
+	}
+	if scanPinHook != nil {
+		scanPinHook()
+	}
+	drop := func() (*sql.Conn, *sql.Tx, error) {
+		if secondTx != nil {
+			secondTx.Rollback()
+		}
+		second.Close()
+		return nil, nil, nil
+	}
+	if secondTx, err = second.BeginTx(ctx, nil); err != nil {
+		return drop()
+	}
+	var one, dv2 int64
+	if err := secondTx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&one); err != nil {
+		return drop()
+	}
+	if err := secondTx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv2); err != nil || dv2 != dv {
+		return drop()
+	}
+	return second, secondTx, nil
 }
 
-// scanLoose reads n rows after seq value by value.
-func scanLoose(ctx context.Context, q queryer, after, n int64) ([][8]any, error) {
-	rows, err := q.QueryContext(ctx, scanRowsQuery, after, n)
+// scanTrail calls visit for every row of the events table in seq order.
+// tx is conns[0]'s transaction; every connection in conns sees the same
+// snapshot (snapshotConns).
+func scanTrail(ctx context.Context, tx *sql.Tx, conns []*sql.Conn, visit func(*scanRow)) error {
+	if scanReference || !scanForceRanges && !ownEventsTable(ctx, tx) {
+		return scanTrailReference(ctx, tx, visit)
+	}
+	return scanTrailRanges(ctx, tx, conns, visit)
+}
+
+// ownEventsTable reports whether the events table is the one the store
+// creates: STRICT, seq the rowid. Only then are ranges of seq ranges of
+// rows and every value of its declared type.
+func ownEventsTable(ctx context.Context, tx *sql.Tx) bool {
+	var got string
+	if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'`).Scan(&got); err != nil {
+		return false
+	}
+	for _, o := range schemaTables {
+		if o.name == "events" {
+			return normSQL(got) == normSQL(o.sql)
+		}
+	}
+	return false
+}
+
+// scanTrailRanges is scanTrail's fast path.
+func scanTrailRanges(ctx context.Context, tx *sql.Tx, conns []*sql.Conn, visit func(*scanRow)) error {
+	var lo, hi sql.NullInt64
+	// Two subqueries: min and max in one would scan the whole table.
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)`).Scan(&lo, &hi); err != nil {
+		return err
+	}
+	if !lo.Valid || !hi.Valid {
+		return nil
+	}
+	// Ranges by seq, as offsets from lo (unsigned: any two int64s); a
+	// hostile file with a vast spread of seqs is read as one range on one
+	// connection rather than as billions of empty ones.
+	span := uint64(hi.Int64) - uint64(lo.Int64)
+	step := uint64(scanRange)
+	if span/step > 1<<20 {
+		step, conns = 0, conns[:1]
+	}
+
+	done := make(chan struct{})
+	jobs := make(chan *scanJob, len(conns))
+	order := make(chan *scanJob, len(conns)+1)
+	perRange := int(scanRange)/scanBatchRows + 2 // batches of a range, and its error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // hands out the ranges, in order
+		defer wg.Done()
+		defer close(jobs)
+		defer close(order)
+		for off := uint64(0); ; {
+			end := off + step - 1
+			if step == 0 || end < off || end > span {
+				end = span
+			}
+			j := &scanJob{from: int64(uint64(lo.Int64) + off), to: int64(uint64(lo.Int64) + end), out: make(chan scanBatch, perRange)}
+			select {
+			case order <- j:
+			case <-done:
+				return
+			}
+			select {
+			case jobs <- j:
+			case <-done:
+				return
+			}
+			if end == span {
+				return
+			}
+			off = end + 1
+		}
+	}()
+	nice := threadNice()
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sameNice(nice)
+			readRanges(ctx, c, jobs, done)
+		}()
+	}
+	defer wg.Wait()
+	defer close(done)
+	for j := range order {
+		for b := range j.out {
+			if b.err != nil {
+				return b.err
+			}
+			for i := range b.rows {
+				visit(&b.rows[i])
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// sameNice gives the calling goroutine's thread the nice value of the
+// thread that called Verify: the background check of the history runs at
+// nice 19, its readers too. A thread changed is never handed back.
+func sameNice(nice int) {
+	runtime.LockOSThread()
+	if threadNice() == nice {
+		runtime.UnlockOSThread()
+		return
+	}
+	setThreadNice(nice)
+}
+
+// readRanges reads the jobs' ranges on c until there are none or done is
+// closed. It uses the driver's connection directly: database/sql's Scan
+// adds nothing here but time.
+func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-chan struct{}) {
+	send := func(j *scanJob, b scanBatch) bool {
+		select {
+		case j.out <- b:
+			return true
+		case <-done:
+			return false
+		}
+	}
+	err := c.Raw(func(dc any) error {
+		q, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return errors.New("the SQLite driver cannot query")
+		}
+		var sc prepScratch
+		v := make([]driver.Value, 8)
+		for j := range jobs {
+			rows, err := q.QueryContext(ctx, rangeQuery, []driver.NamedValue{{Ordinal: 1, Value: j.from}, {Ordinal: 2, Value: j.to}})
+			if err != nil {
+				send(j, scanBatch{err: err})
+				return nil
+			}
+			if len(rows.Columns()) != len(v) {
+				rows.Close()
+				send(j, scanBatch{err: fmt.Errorf("%d columns, want %d", len(rows.Columns()), len(v))})
+				return nil
+			}
+			batch := make([]scanRow, 0, scanBatchRows)
+			for {
+				err := rows.Next(v)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					rows.Close()
+					send(j, scanBatch{err: err})
+					return nil
+				}
+				batch = append(batch, typedRow(&sc, v))
+				if len(batch) == cap(batch) {
+					if !send(j, scanBatch{rows: batch}) {
+						rows.Close()
+						return nil
+					}
+					batch = make([]scanRow, 0, scanBatchRows)
+				}
+			}
+			rows.Close()
+			if len(batch) > 0 && !send(j, scanBatch{rows: batch}) {
+				return nil
+			}
+			close(j.out)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, err
+		// The connection could not be had: the range in hand, if any, is
+		// unsent; fail whatever job comes next so the caller stops.
+		for j := range jobs {
+			send(j, scanBatch{err: err})
+			return
+		}
+	}
+}
+
+// scanTrailReference reads the rows the plain way: the whole table in seq
+// order through database/sql, each row value by value. Verify reads so a
+// trail whose events table is not the one the store creates (its seq may
+// not be the rowid, its values of any type), and tests hold the fast path
+// to it.
+func scanTrailReference(ctx context.Context, tx *sql.Tx, visit func(*scanRow)) error {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events ORDER BY seq`)
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
-	var out [][8]any
 	for rows.Next() {
 		var v [8]any
 		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]); err != nil {
-			return out, err
+			return err
 		}
-		out = append(out, v)
+		visit(&scanRow{loose: &v})
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
-type parsedRow struct {
-	seq, shoe, coup            int64
-	at, kind, body, prev, hash string
+// rowHashInto is rowHash with the encoding built in *buf, reused.
+func rowHashInto(buf *[]byte, seq int64, at, kind string, shoe, coup int64, body string, prev Hash) Hash {
+	b := append((*buf)[:0], hashDomain...)
+	b = binary.BigEndian.AppendUint64(b, uint64(seq))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(at)))
+	b = append(b, at...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(kind)))
+	b = append(b, kind...)
+	b = binary.BigEndian.AppendUint64(b, uint64(shoe))
+	b = binary.BigEndian.AppendUint64(b, uint64(coup))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(body)))
+	b = append(b, body...)
+	b = append(b, prev[:]...)
+	*buf = b
+	return sha256.Sum256(b)
 }
 
-// validChunk checks that text parses into exactly n rows, so that
-// parseChunkRow, which trusts it, cannot run off the end.
-func validChunk(text string, n int64) bool {
-	for ; n > 0; n-- {
-		var nums [8]int64
-		for i := range nums {
-			sp := strings.IndexByte(text, ' ')
-			if sp <= 0 {
-				return false
-			}
-			v, err := strconv.ParseInt(text[:sp], 10, 64)
-			if err != nil || (i >= 3 && v < 0) {
-				return false
-			}
-			nums[i], text = v, text[sp+1:]
-		}
-		total := int64(0)
-		for _, l := range nums[3:] {
-			total += l
-		}
-		if total > int64(len(text)) {
-			return false
-		}
-		text = text[total:]
-	}
-	return text == ""
-}
-
-// parseChunkRow takes one row off the front of a chunk validChunk passed.
-func parseChunkRow(t string) (parsedRow, string) {
-	var nums [8]int64
-	for i := range nums {
-		sp := strings.IndexByte(t, ' ')
-		nums[i], _ = strconv.ParseInt(t[:sp], 10, 64)
-		t = t[sp+1:]
-	}
-	r := parsedRow{seq: nums[0], shoe: nums[1], coup: nums[2]}
-	take := func(n int64) string { s := t[:n]; t = t[n:]; return s }
-	r.at, r.kind, r.body, r.prev, r.hash = take(nums[3]), take(nums[4]), take(nums[5]), take(nums[6]), take(nums[7])
-	return r, t
-}
-
-// rowHashString is rowHash over strings, without copying the body.
-func rowHashString(seq int64, at, kind string, shoe, coup int64, body string, prev Hash) Hash {
-	var num [8]byte
-	h := sha256.New()
-	h.Write([]byte(hashDomain))
-	binary.BigEndian.PutUint64(num[:], uint64(seq))
-	h.Write(num[:])
-	writeLenString(h, at)
-	writeLenString(h, kind)
-	binary.BigEndian.PutUint64(num[:], uint64(shoe))
-	h.Write(num[:])
-	binary.BigEndian.PutUint64(num[:], uint64(coup))
-	h.Write(num[:])
-	writeLenString(h, body)
-	h.Write(prev[:])
-	var out Hash
-	h.Sum(out[:0])
-	return out
-}
-
-func writeLenString(h interface{ Write([]byte) (int, error) }, s string) {
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(s)))
-	h.Write(n[:])
-	if sw, ok := h.(interface{ WriteString(string) (int, error) }); ok {
-		sw.WriteString(s)
-		return
-	}
-	h.Write([]byte(s))
-}
-
-// canonicalTime reports whether s is a time in the stored form.
+// canonicalTime reports whether s is a time in the stored form (what
+// parseTime accepts), without allocating.
 func canonicalTime(s string) bool {
-	_, err := parseTime(s)
-	return err == nil
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return false
+	}
+	var b [64]byte
+	return string(t.UTC().AppendFormat(b[:0], time.RFC3339Nano)) == s
 }

@@ -33,6 +33,7 @@ func TestBenchQuick(t *testing.T) {
 		"Floor: one SQLite FULL commit + one QoS 1 publish to subscriber, no controller",
 		"Throughput, whole path: paced at the goal, then at full speed",
 		"Audit verify",
+		"Audit verify --every-signature",
 		"Audit replay",
 		"Exact odds after each coup (coup.Analyze)",
 		// --quick starts on trails of 5,000 and 50,000 rows (and the

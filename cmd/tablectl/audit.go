@@ -62,6 +62,7 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 	})
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noSigs := fs.Bool("no-signatures", false, "check the chain only: without it, a run with no --pubkey fails")
+	everySig := fs.Bool("every-signature", false, "check every checkpoint's signature (forensic), not only the newest checkpoint's, which through the chain covers every row before it")
 	keyring := fs.String("keyring", "", "re-verify every recorded command against this supervisors' keyring `file`")
 	witness := fs.String("witness", "", "compare the trail row by row with the floor's witnessed copy: the floor database: its `URL` (postgres://...) or SQLite file (the demo's; docs/floor.md)")
 	witnessSchema := fs.String("witness-schema", "floor", "the floor's `schema` in the witness's database")
@@ -76,7 +77,11 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 		fmt.Fprintln(fs.Output(), "--no-signatures and --pubkey exclude each other")
 		return errUsage
 	}
-	var opt audit.VerifyOptions
+	if *everySig && len(keyFiles) == 0 {
+		fmt.Fprintln(fs.Output(), "--every-signature needs --pubkey")
+		return errUsage
+	}
+	opt := audit.VerifyOptions{EverySignature: *everySig}
 	for _, f := range cpFiles {
 		c, err := audit.ReadCheckpointFile(f)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -119,17 +118,27 @@ func TestAuditVerifySignatures(t *testing.T) {
 		name string
 		args []string
 		want error
+		say  string // in the report
 	}{
-		{"no key", nil, errUnverified},
-		{"no signatures asked", []string{"--no-signatures"}, nil},
-		{"the key", []string{"--pubkey", pub}, nil},
-		{"another key", []string{"--pubkey", otherPub}, errUnverified},
-		{"both", []string{"--pubkey", pub, "--no-signatures"}, errUsage},
+		{"no key", nil, errUnverified, "signatures NOT checked (no public key)"},
+		{"no signatures asked", []string{"--no-signatures"}, nil, "signatures NOT checked (no public key)"},
+		{"the key", []string{"--pubkey", pub}, nil,
+			"signatures: newest checkpoint at seq 3 verified, covering 3 rows; 1 checked, 2 earlier checkpoints' signatures not checked (--every-signature checks them)"},
+		{"every signature", []string{"--pubkey", pub, "--every-signature"}, nil,
+			"signatures: every checkpoint's checked (3); newest checkpoint at seq 3 verified, covering 3 rows"},
+		{"another key", []string{"--pubkey", otherPub}, errUnverified, "signatures NOT checked: the checkpoints are signed by key"},
+		{"every signature, another key", []string{"--pubkey", otherPub, "--every-signature"}, errUnverified, "signatures NOT checked: the checkpoints are signed by key"},
+		{"both", []string{"--pubkey", pub, "--no-signatures"}, errUsage, ""},
+		{"every signature, no key", []string{"--every-signature"}, errUsage, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := runAuditVerify(append([]string{"--db", trail}, tc.args...), io.Discard)
+			var out bytes.Buffer
+			err := runAuditVerify(append([]string{"--db", trail}, tc.args...), &out)
 			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 				t.Fatalf("verify %v: %v, want %v", tc.args, err, tc.want)
+			}
+			if !strings.Contains(out.String(), tc.say) {
+				t.Errorf("verify %v said %q, want it to say %q", tc.args, out.String(), tc.say)
 			}
 		})
 	}

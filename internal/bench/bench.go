@@ -137,7 +137,7 @@ type Row struct {
 
 // The rows, in the table's order. The test checks every one is printed.
 var benchRowIDs = []string{
-	"card_to_display", "floor", "throughput", "verify", "replay", "odds", "startup", "startup_long", "segment_cutover", "memory", "cpu",
+	"card_to_display", "floor", "throughput", "verify", "verify_every", "replay", "odds", "startup", "startup_long", "segment_cutover", "memory", "cpu",
 }
 
 // benchRowWhat names each row in the table.
@@ -146,6 +146,7 @@ var benchRowWhat = map[string]string{
 	"floor":           "Floor: one SQLite FULL commit + one QoS 1 publish to subscriber, no controller",
 	"throughput":      "Throughput, whole path: paced at the goal, then at full speed",
 	"verify":          "Audit verify",
+	"verify_every":    "Audit verify --every-signature",
 	"replay":          "Audit replay",
 	"odds":            "Exact odds after each coup (coup.Analyze)",
 	"startup":         "Start-up on a short history (ready to deal; first publish)",
@@ -244,7 +245,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		fmt.Fprintf(o.Progress, "bench: %s done in %s\n", name, time.Since(t).Round(100*time.Millisecond))
 	}
 	step("odds", []string{"odds"}, func(ctx context.Context, _ string) ([]Row, error) { return benchOdds(ctx, o) })
-	step("trail", []string{"verify", "replay"}, func(ctx context.Context, d string) ([]Row, error) {
+	step("trail", []string{"verify", "verify_every", "replay"}, func(ctx context.Context, d string) ([]Row, error) {
 		return benchTrail(ctx, o, d)
 	})
 	step("startup", []string{"startup", "startup_long"}, func(ctx context.Context, d string) ([]Row, error) {

@@ -27,7 +27,7 @@ func BenchmarkReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	path := filepath.Join(dir, "trail.db")
-	rows, _, err := buildBenchTrail(ctx, path, tc, key, 1, want)
+	rows, _, err := buildBenchTrail(ctx, path, tc, key, 1, want, batched)
 	if err != nil {
 		b.Fatal(err)
 	}

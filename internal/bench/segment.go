@@ -41,7 +41,7 @@ func benchCutover(ctx context.Context, o Options, dir string) ([]Row, error) {
 	day := time.Now().UTC().Format("20060102")
 	first := filepath.Join(trail, audit.SegmentName(1, day))
 	t := time.Now()
-	rows, shoes, err := buildBenchTrail(ctx, first, tc, key, o.Seed, o.SegmentRows)
+	rows, shoes, err := buildBenchTrail(ctx, first, tc, key, o.Seed, o.SegmentRows, batched)
 	if err != nil {
 		return nil, fmt.Errorf("build the segment: %w", err)
 	}
