@@ -25,9 +25,18 @@ func TestDiskLowRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Shoe.Port.BackoffMin = device.Duration(5 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Run until the disk_low row is committed (the first reading comes
+	// just after start; a loaded machine may take a while), then stop.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ctl, err := Start(ctx, cfg, tc, slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks{})
+	onCommit := func(c audit.Commit) {
+		for _, r := range c.Records {
+			if r.Kind == audit.KindDiskLow {
+				cancel()
+			}
+		}
+	}
+	ctl, err := Start(ctx, cfg, tc, slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks{OnCommit: onCommit})
 	if err != nil {
 		t.Fatal(err)
 	}
