@@ -153,7 +153,10 @@ func startStormTable(t *testing.T, m *MQTTSection) *stormTable {
 	}
 	t.Cleanup(stop)
 
-	wctx, wcancel := context.WithTimeout(ctx, mqWait)
+	// The storm's whole run: 20,000 QoS 1 messages through the broker took
+	// more than 30 s once on a loaded CI machine. What the tests judge is
+	// that every valid command is answered, not how fast junk is sent.
+	wctx, wcancel := context.WithTimeout(ctx, 3*mqWait)
 	t.Cleanup(wcancel)
 	if _, err := commits.await(wctx, 0, func(c audit.Commit) bool {
 		return c.Input.Kind == coup.InLink && c.Input.Link == coup.LinkConnected
