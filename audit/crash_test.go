@@ -142,13 +142,21 @@ func snapshotChild(path string) int {
 		fmt.Fprintln(os.Stderr, "snapshot child:", err)
 		return 3
 	}
+	return dealShoeAcked(ctx, r, "snapshot child")
+}
+
+// dealShoeAcked is a kill test's child at work: it plays a new shoe on the
+// table r's last run left (ending whatever that was in the middle of
+// first), submitting inputs in batches of one to three, and prints each
+// acknowledged head, so the parent knows what must survive the kill. It
+// returns the child's exit code: 3 the shoe cannot be made, 4 a submit
+// failed, 5 the shoe ended before the kill.
+func dealShoeAcked(ctx context.Context, r *Recorder, name string) int {
 	ins, err := play(rand.New(rand.NewPCG(uint64(os.Getpid()), 3)), 1)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "snapshot child:", err)
+		fmt.Fprintln(os.Stderr, name+":", err)
 		return 3
 	}
-	// Each child plays a new shoe on the table the last one left: end
-	// whatever it was in the middle of first.
 	pre := []coup.Input{
 		{Kind: coup.InCmd, Command: &coup.Command{Action: coup.ActionVoid, Coup: 0, By: "pit-boss", ID: "v0", Reason: "restart"}},
 		{Kind: coup.InLink, Link: coup.LinkConnected},
@@ -169,14 +177,14 @@ func snapshotChild(path string) int {
 			}
 		}
 		if _, err := r.SubmitBatch(ctx, batch); err != nil {
-			fmt.Fprintln(os.Stderr, "snapshot child:", err)
+			fmt.Fprintln(os.Stderr, name+":", err)
 			return 4
 		}
 		fmt.Fprintln(w, r.Store().Head().Seq)
 		w.Flush()
 		i += n
 	}
-	fmt.Fprintln(os.Stderr, "snapshot child: shoe done before the kill")
+	fmt.Fprintln(os.Stderr, name+": shoe done before the kill")
 	return 5
 }
 

@@ -63,40 +63,7 @@ func segChild(dir string) int {
 		fmt.Fprintln(os.Stderr, "seg child:", err)
 		return 3
 	}
-	ins, err := play(rand.New(rand.NewPCG(uint64(os.Getpid()), 3)), 1)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "seg child:", err)
-		return 3
-	}
-	pre := []coup.Input{
-		{Kind: coup.InCmd, Command: &coup.Command{Action: coup.ActionVoid, Coup: 0, By: "pit-boss", ID: "v0", Reason: "restart"}},
-		{Kind: coup.InLink, Link: coup.LinkConnected},
-		{Kind: coup.InCmd, Command: &coup.Command{Action: coup.ActionResume, By: "pit-boss", ID: "r0", Reason: "restart"}},
-		{Kind: coup.InCmd, Command: &coup.Command{Action: coup.ActionShoeEnd, By: "pit-boss", ID: "e0", Reason: "restart"}},
-	}
-	w := bufio.NewWriter(os.Stdout)
-	last := r.LastShoeSeq()
-	all := append(pre, ins...)
-	for i := 0; i < len(all); {
-		n := min(1+i%3, len(all)-i)
-		batch := make([]coup.Input, n)
-		copy(batch, all[i:i+n])
-		for j := range batch {
-			batch[j].At = time.Time{}
-			if batch[j].ShoeSeq > 0 {
-				batch[j].ShoeSeq += last
-			}
-		}
-		if _, err := r.SubmitBatch(ctx, batch); err != nil {
-			fmt.Fprintln(os.Stderr, "seg child:", err)
-			return 4
-		}
-		fmt.Fprintln(w, r.Store().Head().Seq)
-		w.Flush()
-		i += n
-	}
-	fmt.Fprintln(os.Stderr, "seg child: shoe done before the kill")
-	return 5
+	return dealShoeAcked(ctx, r, "seg child")
 }
 
 // TestKillDuringCutover kills (SIGKILL) a recorder on a directory trail
