@@ -157,13 +157,9 @@ func (r *Reader) verifyParts(ctx context.Context, opt VerifyOptions) (*Report, e
 		limit = 1000
 	}
 	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(opt.PublicKeys) > 0, EverySignature: opt.EverySignature}
-	heads := make([]Head, len(r.parts))
-	for i, p := range r.parts {
-		h, err := p.Head(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("verify %s: %w", p.path, err)
-		}
-		heads[i] = h
+	heads, err := r.partHeads(ctx)
+	if err != nil {
+		return nil, err
 	}
 	for i, p := range r.parts {
 		po := opt
@@ -191,13 +187,9 @@ func (r *Reader) verifyParts(ctx context.Context, opt VerifyOptions) (*Report, e
 func (r *Reader) verifyPartsFrom(ctx context.Context, from int64, keys []ed25519.PublicKey) (*Report, error) {
 	const limit = 1000
 	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(keys) > 0}
-	heads := make([]Head, len(r.parts))
-	for i, p := range r.parts {
-		h, err := p.Head(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("verify %s: %w", p.path, err)
-		}
-		heads[i] = h
+	heads, err := r.partHeads(ctx)
+	if err != nil {
+		return nil, err
 	}
 	for i, p := range r.parts {
 		if heads[i].Seq < from-1 && i < len(r.parts)-1 {
@@ -214,6 +206,19 @@ func (r *Reader) verifyPartsFrom(ctx context.Context, from int64, keys []ed25519
 	}
 	rep.Head = heads[len(heads)-1]
 	return rep, nil
+}
+
+// partHeads reads each segment's head, in order.
+func (r *Reader) partHeads(ctx context.Context) ([]Head, error) {
+	heads := make([]Head, len(r.parts))
+	for i, p := range r.parts {
+		h, err := p.Head(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("verify %s: %w", p.path, err)
+		}
+		heads[i] = h
+	}
+	return heads, nil
 }
 
 // merge adds a segment's report to a trail's.
