@@ -675,8 +675,20 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 	f.button(coup.ButtonReveal)
 	results = append(results, r)
 	want := map[coup.Side]string{coup.SideBanker: "BANKER WINS", coup.SidePlayer: "PLAYER WINS", coup.SideTie: "TIE"}[r.Winner]
-	pub.WaitFor("the result banner", browsertest.Visible("result")+fmt.Sprintf(` && document.getElementById('result-text').textContent === %q`, want),
-		`[document.getElementById('result').hidden, document.getElementById('result-text').textContent]`)
+	wantPts := fmt.Sprintf("%d – %d", r.PlayerPoint, r.BankerPoint)
+	if r.Winner == coup.SideBanker {
+		wantPts = fmt.Sprintf("%d – %d", r.BankerPoint, r.PlayerPoint)
+	}
+	var wantCards []string
+	for _, c := range append(slices.Clone(r.Player), r.Banker...) {
+		wantCards = append(wantCards, c.String())
+	}
+	// The points and cards too: coup 1's banner may still stand with the
+	// same winner's words when coup 2's reveal is waited for.
+	shown := `Array.from(document.querySelectorAll('#player-cards .card.face, #banker-cards .card.face')).map(c => c.dataset.card).join(' ')`
+	pub.WaitFor("the result banner", browsertest.Visible("result")+fmt.Sprintf(` && document.getElementById('result-text').textContent === %q && document.getElementById('result-points').textContent === %q && %s === %q`,
+		want, wantPts, shown, strings.Join(wantCards, " ")),
+		`[document.getElementById('result').hidden, document.getElementById('result-text').textContent, document.getElementById('result-points').textContent, `+shown+`]`)
 	var res struct {
 		BG     string   `json:"bg"`
 		Points string   `json:"points"`
@@ -699,10 +711,6 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 	if got := browsertest.Colour(res.BG); got != sideColour[r.Winner] {
 		t.Errorf("result banner for %s is %s (%s)", r.Winner, got, res.BG)
 	}
-	wantPts := fmt.Sprintf("%d – %d", r.PlayerPoint, r.BankerPoint)
-	if r.Winner == coup.SideBanker {
-		wantPts = fmt.Sprintf("%d – %d", r.BankerPoint, r.PlayerPoint)
-	}
 	if res.Points != wantPts || res.PPoint != strconv.Itoa(r.PlayerPoint) || res.BPoint != strconv.Itoa(r.BankerPoint) {
 		t.Errorf("points shown %q, player %q, banker %q; want %q, %d, %d", res.Points, res.PPoint, res.BPoint, wantPts, r.PlayerPoint, r.BankerPoint)
 	}
@@ -711,10 +719,6 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 	}
 	if !(res.PLeft < res.BLeft) {
 		t.Errorf("Player is not left of Banker: %v, %v", res.PLeft, res.BLeft)
-	}
-	var wantCards []string
-	for _, c := range append(slices.Clone(r.Player), r.Banker...) {
-		wantCards = append(wantCards, c.String())
 	}
 	if !slices.Equal(res.Cards, wantCards) {
 		t.Errorf("cards shown %v, want %v", res.Cards, wantCards)
