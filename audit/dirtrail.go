@@ -94,7 +94,7 @@ func checkLinks(ctx context.Context, parts []*Reader, heads []Head, full bool, a
 		var seals []int64
 		var err error
 		if full {
-			seals, err = p.sealRows(ctx)
+			seals, err = p.sealRows(ctx, heads[i].Seq)
 		} else {
 			var kind string
 			if kind, err = p.lastKind(ctx); kind == KindSeal {
@@ -130,9 +130,12 @@ func checkLinks(ctx context.Context, parts []*Reader, heads []Head, full bool, a
 	return nil
 }
 
-// sealRows lists the seqs of a file's seal rows.
-func (r *Reader) sealRows(ctx context.Context) ([]int64, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT seq FROM events WHERE kind = ? ORDER BY seq`, KindSeal)
+// sealRows lists the seqs of a file's seal rows up to its head as read
+// (heads): a seal a live recorder commits after that is the live table's,
+// not the verified history's (the background history check runs while the
+// table deals and may cut over).
+func (r *Reader) sealRows(ctx context.Context, head int64) ([]int64, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT seq FROM events WHERE kind = ? AND seq <= ? ORDER BY seq`, KindSeal, head)
 	if err != nil {
 		return nil, fmt.Errorf("audit trail %s: read seal rows: %w", r.path, err)
 	}
