@@ -242,11 +242,11 @@ func TestPackagedInstallSystemd(t *testing.T) {
 
 	// The trail verifies against the checkpoint public key init handed off,
 	// and each start row names the build.
-	if out := c.sh("tablectl audit verify --db /var/lib/tablectl/BAC-07.db --pubkey /etc/tablectl/keys/checkpoint.pub; echo rc=$?"); !strings.Contains(out, "rc=0") {
+	if out := c.sh("tablectl audit verify --db /var/lib/tablectl/trail --pubkey /etc/tablectl/keys/checkpoint.pub; echo rc=$?"); !strings.Contains(out, "rc=0") {
 		t.Errorf("audit verify:\n%s", out)
 	}
 	starts := 0
-	for _, line := range strings.Split(c.sh("tablectl audit export --db /var/lib/tablectl/BAC-07.db"), "\n") {
+	for _, line := range strings.Split(c.sh("tablectl audit export --db /var/lib/tablectl/trail"), "\n") {
 		if strings.Contains(line, `"ctl.start"`) {
 			starts++
 			if !strings.Contains(line, `"version":"0.0.1`) {
@@ -354,7 +354,7 @@ func dialIn(pid int, addr string) (net.Conn, error) {
 func (c *container) trail() []audit.Record {
 	c.t.Helper()
 	var rows []audit.Record
-	for _, line := range strings.Split(c.sh("tablectl audit export --db /var/lib/tablectl/BAC-07.db"), "\n") {
+	for _, line := range strings.Split(c.sh("tablectl audit export --db /var/lib/tablectl/trail"), "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
