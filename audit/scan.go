@@ -146,60 +146,82 @@ type scanBatch struct {
 
 // snapshotConns returns the connections that will read the rows: first,
 // whose transaction (begun by begin) every other check uses, and a second
-// one when it is proven to see the same snapshot. begin must take
-// first's snapshot (a read inside its transaction). The proof: PRAGMA
-// data_version on a connection changes when anyone else committed since
-// that connection last looked. The second connection looks before the
-// first's snapshot is taken and again once its own is: unchanged, nothing
-// was committed between, so both snapshots are the same. Changed (the
-// live table committed in that instant), the first reads alone.
+// one when it is proven to see the same snapshot (snapshotPeers).
 func snapshotConns(ctx context.Context, db *sql.DB, first *sql.Conn, begin func() error) (second *sql.Conn, secondTx *sql.Tx, err error) {
-	var dv int64
-	if scanReaders() > 1 && !scanReference {
+	n := 0
+	if scanReaders() > 1 {
+		n = 1
+	}
+	conns, txs, err := snapshotPeers(ctx, db, first, n, begin)
+	if err != nil || len(conns) == 0 {
+		return nil, nil, err
+	}
+	return conns[0], txs[0], nil
+}
+
+// snapshotPeers returns up to n more connections proven to see first's
+// snapshot, each in a transaction. begin must take first's snapshot (a
+// read inside its transaction). The proof: PRAGMA data_version on a
+// connection changes when anyone else committed since that connection
+// last looked. Each other connection looks before the first's snapshot is
+// taken and again once its own is: unchanged, nothing was committed
+// between, so both snapshots are the same. Changed (the live table
+// committed in that instant), that connection is dropped, and the first
+// reads more alone.
+func snapshotPeers(ctx context.Context, db *sql.DB, first *sql.Conn, n int, begin func() error) (conns []*sql.Conn, txs []*sql.Tx, err error) {
+	var dvs []int64
+	if scanReference {
+		n = 0
+	}
+	for range n {
 		// Bounded: a pool allowed one connection would wait forever, and
 		// one reader is always enough.
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		second, err = db.Conn(cctx)
+		c, err := db.Conn(cctx)
 		cancel()
-		if err == nil {
-			if err = second.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
-				second.Close()
-				second = nil
-			}
-		} else {
-			second = nil
+		if err != nil {
+			break
 		}
+		var dv int64
+		if err := c.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
+			c.Close()
+			break
+		}
+		conns, dvs = append(conns, c), append(dvs, dv)
 	}
 	if err := begin(); err != nil {
-		if second != nil {
-			second.Close()
+		for _, c := range conns {
+			c.Close()
 		}
 		return nil, nil, err
 	}
-	if second == nil {
+	if len(conns) == 0 {
 		return nil, nil, nil
 	}
 	if scanPinHook != nil {
 		scanPinHook()
 	}
-	drop := func() (*sql.Conn, *sql.Tx, error) {
-		if secondTx != nil {
-			secondTx.Rollback()
+	var kept []*sql.Conn
+	for i, c := range conns {
+		tx, err := c.BeginTx(ctx, nil)
+		if err != nil {
+			c.Close()
+			continue
 		}
-		second.Close()
-		return nil, nil, nil
+		var one, dv2 int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&one); err != nil {
+			tx.Rollback()
+			c.Close()
+			continue
+		}
+		if err := tx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv2); err != nil || dv2 != dvs[i] {
+			tx.Rollback()
+			c.Close()
+			continue
+		}
+		kept, txs = append(kept, c), append(txs, tx)
 	}
-	if secondTx, err = second.BeginTx(ctx, nil); err != nil {
-		return drop()
-	}
-	var one, dv2 int64
-	if err := secondTx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&one); err != nil {
-		return drop()
-	}
-	if err := secondTx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv2); err != nil || dv2 != dv {
-		return drop()
-	}
-	return second, secondTx, nil
+	return kept, txs, nil
 }
 
 // scanTrail calls visit for every row of the events table in seq order.
