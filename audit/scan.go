@@ -444,12 +444,55 @@ func rowHashInto(buf *[]byte, seq int64, at, kind string, shoe, coup int64, body
 }
 
 // canonicalTime reports whether s is a time in the stored form (what
-// parseTime accepts), without allocating.
+// parseTime accepts), without allocating. Verify checks one per commit
+// and one per checkpoint: the common form, 2006-01-02T15:04:05.999999999Z
+// with the fraction's trailing zeros cut, is checked by hand; anything
+// else (and any doubt: year 0, a leap second) by time.Parse.
 func canonicalTime(s string) bool {
+	if plainCanonicalTime(s) {
+		return true
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return false
 	}
 	var b [64]byte
 	return string(t.UTC().AppendFormat(b[:0], time.RFC3339Nano)) == s
+}
+
+// plainCanonicalTime reports whether s is a UTC time of years 1 to 9999 in
+// the stored form. False says only that the slow check must decide.
+func plainCanonicalTime(s string) bool {
+	n := len(s)
+	if n < 20 || n > 30 || n == 21 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[n-1] != 'Z' {
+		return false
+	}
+	num := func(i, j int) int {
+		v := 0
+		for ; i < j; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day := num(0, 4), num(5, 7), num(8, 10)
+	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
+	if year < 1 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return false
+	}
+	days := [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[month]
+	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		days = 29
+	}
+	if day > days {
+		return false
+	}
+	if n == 20 {
+		return true
+	}
+	// A fraction of 1 to 9 digits, the last not 0.
+	return s[19] == '.' && num(20, n-1) >= 0 && s[n-2] != '0'
 }

@@ -433,8 +433,8 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 	}
 	rep.SignaturesVerified = len(sigs.toCheck)
 	rep.SignaturesUnchecked = sigs.unchecked
-	if n := len(stored.heads); n > 0 {
-		rep.newest = stored.heads[n-1].seq
+	if n := stored.heads.len(); n > 0 {
+		rep.newest = stored.heads.at(n - 1).seq
 	}
 
 	if len(opt.PublicKeys) > 0 {
@@ -478,7 +478,8 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		}
 	}
 	j := 0
-	for i, h := range stored.heads {
+	for i := range stored.heads.len() {
+		h := stored.heads.at(i)
 		for ; j < len(ext) && opt.Checkpoints[ext[j]].Seq < h.seq; j++ {
 			c := opt.Checkpoints[ext[j]]
 			claim("external checkpoint", c.Seq, c.Table, c.KeyID, c.HeadHash, external.get(c.Seq), sigs.sigOf(-1, ext[j]))
@@ -554,15 +555,16 @@ func planSignatures(stored *storedCheckpoints, opt VerifyOptions, table string) 
 	for _, s := range opt.Anchors {
 		anchor[s] = true
 	}
-	if n := len(stored.heads); n > 0 {
-		anchor[stored.heads[n-1].seq] = true
+	if n := stored.heads.len(); n > 0 {
+		anchor[stored.heads.at(n-1).seq] = true
 	}
 	known := make([]bool, len(stored.keyIDs))
 	for i, id := range stored.keyIDs {
 		_, known[i] = p.keys[id]
 	}
-	p.stored = make([]int32, len(stored.heads))
-	for i, h := range stored.heads {
+	p.stored = make([]int32, stored.heads.len())
+	for i := range stored.heads.len() {
+		h := stored.heads.at(i)
 		p.stored[i] = -1
 		if !known[h.key] {
 			continue // reported, without a signature to check

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"cmp"
 	"context"
 	"crypto/ed25519"
 	"database/sql"
@@ -10,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"sync"
 )
 
@@ -30,9 +30,40 @@ type cpHead struct {
 	full int32 // index into storedCheckpoints.full, or -1
 }
 
+// cpHeads is a list of heads in chunks that never move once made: a slice
+// of hundreds of thousands grown by append was a fifth of the read, in
+// copies. A chunk is made whole and written by index, so a list handed to
+// another goroutine stays valid (and race-free) below its length while
+// more are added.
+type cpHeads struct {
+	chunks [][]cpHead
+	n      int
+}
+
+const cpChunkBits = 12
+
+func (l *cpHeads) len() int { return l.n }
+
+func (l *cpHeads) at(i int) *cpHead {
+	return &l.chunks[i>>cpChunkBits][i&(1<<cpChunkBits-1)]
+}
+
+func (l *cpHeads) add(h cpHead) {
+	if l.n == len(l.chunks)<<cpChunkBits {
+		l.chunks = append(l.chunks, make([]cpHead, 1<<cpChunkBits))
+	}
+	l.n++
+	*l.at(l.n - 1) = h
+}
+
+// search is the index of the first head at seq or after.
+func (l *cpHeads) search(seq int64) int {
+	return sort.Search(l.n, func(i int) bool { return l.at(i).seq >= seq })
+}
+
 // storedCheckpoints is the checkpoints table as Verify reads it.
 type storedCheckpoints struct {
-	heads  []cpHead // in seq order
+	heads  cpHeads // in seq order
 	keyIDs []string
 	full   []Checkpoint // the ones kept whole, in seq order
 	newest Checkpoint   // the newest, always whole
@@ -41,10 +72,10 @@ type storedCheckpoints struct {
 
 // checkpoint is the i'th head in full, if it was kept.
 func (s *storedCheckpoints) checkpoint(i int) (Checkpoint, bool) {
-	switch f := s.heads[i].full; {
+	switch f := s.heads.at(i).full; {
 	case f >= 0:
 		return s.full[f], true
-	case i == len(s.heads)-1:
+	case i == s.heads.len()-1:
 		return s.newest, true
 	}
 	return Checkpoint{}, false
@@ -54,7 +85,7 @@ func (s *storedCheckpoints) checkpoint(i int) (Checkpoint, bool) {
 // checks, which need only those up to the row in hand.
 type cpFeed struct {
 	mu    sync.Mutex
-	heads []cpHead
+	heads cpHeads
 	done  bool
 	res   *storedCheckpoints
 	err   error
@@ -66,7 +97,7 @@ func newCPFeed() *cpFeed {
 	return &cpFeed{wake: make(chan struct{}, 1), ended: make(chan struct{})}
 }
 
-func (f *cpFeed) publish(heads []cpHead) {
+func (f *cpFeed) publish(heads cpHeads) {
 	f.mu.Lock()
 	f.heads = heads
 	f.mu.Unlock()
@@ -90,12 +121,12 @@ func (f *cpFeed) finish(res *storedCheckpoints, err error) {
 // more waits until more than have heads are published or the read is
 // done; one goroutine only. Elements below the length returned are never written again, so
 // the caller reads them without the lock.
-func (f *cpFeed) more(have int) (heads []cpHead, done bool) {
+func (f *cpFeed) more(have int) (heads cpHeads, done bool) {
 	for {
 		f.mu.Lock()
 		heads, done = f.heads, f.done
 		f.mu.Unlock()
-		if len(heads) > have || done {
+		if heads.len() > have || done {
 			return heads, done
 		}
 		<-f.wake
@@ -145,8 +176,8 @@ func readStoredCheckpoints(ctx context.Context, c *sql.Conn, table string, keep 
 				res.bad = append(res.bad, Finding{Kind: FindingMalformed, Seq: s, Detail: "stored checkpoint: " + err.Error()})
 				continue
 			}
-			if k := len(res.heads); k > 0 && h.seq < res.heads[k-1].seq {
-				return fmt.Errorf("checkpoint seq %d after %d: not in seq order", h.seq, res.heads[k-1].seq)
+			if k := res.heads.len(); k > 0 && h.seq < res.heads.at(k-1).seq {
+				return fmt.Errorf("checkpoint seq %d after %d: not in seq order", h.seq, res.heads.at(k-1).seq)
 			}
 			if lastKey < 0 || res.keyIDs[lastKey] != keyID {
 				i := slices.Index(res.keyIDs, keyID)
@@ -166,12 +197,7 @@ func readStoredCheckpoints(ctx context.Context, c *sql.Conn, table string, keep 
 				res.full = append(res.full, c)
 			}
 			copy(last[:], v) // the driver's values are new for each row
-			if len(res.heads) == cap(res.heads) {
-				// Doubled by hand: append grows a large slice by a quarter,
-				// copying a trail's heads about five times over.
-				res.heads = slices.Grow(res.heads, max(4096, len(res.heads)))
-			}
-			res.heads = append(res.heads, h)
+			res.heads.add(h)
 			if n%4096 == 4095 {
 				feed.publish(res.heads)
 			}
@@ -182,9 +208,9 @@ func readStoredCheckpoints(ctx context.Context, c *sql.Conn, table string, keep 
 		return
 	}
 	// The newest is always kept whole: its signature covers the chain.
-	if n := len(res.heads); n > 0 {
+	if n := res.heads.len(); n > 0 {
 		if res.newest, err = decodeCheckpointRow(table, last[0], last[1], last[2], last[3], last[4]); err != nil {
-			feed.finish(nil, fmt.Errorf("read checkpoints: seq %d: %w", res.heads[n-1].seq, err))
+			feed.finish(nil, fmt.Errorf("read checkpoints: seq %d: %w", res.heads.at(n-1).seq, err))
 			return
 		}
 	}
@@ -228,7 +254,7 @@ func checkCheckpointRow(seq, head, at, keyID, sig any) (h cpHead, key string, er
 // more from the feed when it runs out.
 type cpMatch struct {
 	feed   *cpFeed
-	heads  []cpHead
+	heads  cpHeads
 	done   bool
 	state  []uint8 // per head: 0 no row, 1 the row's hash matches, 2 it differs
 	differ map[int]Hash
@@ -242,19 +268,17 @@ func newCPMatch(feed *cpFeed) *cpMatch { return &cpMatch{feed: feed, differ: map
 // should one not, the cursor is found again by binary search.
 func (m *cpMatch) record(seq int64, h Hash) {
 	if seq < m.last {
-		m.next, _ = slices.BinarySearchFunc(m.heads, seq, func(c cpHead, s int64) int {
-			return cmp.Compare(c.seq, s)
-		})
+		m.next = m.heads.search(seq)
 	}
 	m.last = seq
 	for i := m.next; ; i++ {
-		for i >= len(m.heads) && !m.done {
-			m.heads, m.done = m.feed.more(len(m.heads))
+		for i >= m.heads.len() && !m.done {
+			m.heads, m.done = m.feed.more(m.heads.len())
 		}
-		if i >= len(m.heads) || m.heads[i].seq > seq {
+		if i >= m.heads.len() || m.heads.at(i).seq > seq {
 			return
 		}
-		if m.heads[i].seq < seq {
+		if m.heads.at(i).seq < seq {
 			m.next = i + 1
 			continue
 		}
@@ -262,7 +286,7 @@ func (m *cpMatch) record(seq int64, h Hash) {
 		for len(m.state) <= i {
 			m.state = append(m.state, 0)
 		}
-		if m.heads[i].head == h {
+		if m.heads.at(i).head == h {
 			m.state[i] = 1
 		} else {
 			m.state[i] = 2
@@ -277,7 +301,7 @@ func (m *cpMatch) get(i int) *Hash {
 		return nil
 	}
 	if m.state[i] == 1 {
-		return &m.heads[i].head
+		return &m.heads.at(i).head
 	}
 	h := m.differ[i]
 	return &h
