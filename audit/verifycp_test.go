@@ -1,6 +1,14 @@
 package audit
 
 import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,4 +53,90 @@ func FuzzCheckCheckpointRow(f *testing.F) {
 			t.Fatalf("read seq %d head %s key %q, want %d %s %q", h.seq, h.head, gotKey, want.Seq, want.HeadHash, want.KeyID)
 		}
 	})
+}
+
+// TestVerifyCheckpointsStreamed: a trail signed in every commit, with more
+// checkpoints than fill two of cpHeads' chunks, read on the checkpoints'
+// own connection while the rows are; two heads edited at chunk edges are
+// found, as the one-connection reference path finds them, by default and
+// with every signature.
+func TestVerifyCheckpointsStreamed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		// fsync costs nothing there: thousands of commits in a second.
+		if d, err := os.MkdirTemp("/dev/shm", "cpstream"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			dir = d
+		}
+	}
+	const commits = 2<<cpChunkBits + 100
+	path := filepath.Join(dir, "trail.db")
+	s := openAt(t, path, Options{Table: "T1", Key: testKey(), CheckpointEvery: 1})
+	evs := sampleEvents(commits)
+	for i := range evs {
+		if _, err := s.AppendBatch(ctx, evs[i:i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pub := []ed25519.PublicKey{testPub()}
+	rep, err := Verify(ctx, path, VerifyOptions{PublicKeys: pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Events != commits || rep.Checkpoints != commits || rep.SignedHead != commits || rep.SignaturesVerified != 1 {
+		t.Fatalf("clean trail: ok %v, %d rows, %d checkpoints, signed head %d, %d signatures: %v",
+			rep.OK(), rep.Events, rep.Checkpoints, rep.SignedHead, rep.SignaturesVerified, rep.Findings)
+	}
+
+	// Seqs 4096, 4097 and 8193 are the last of the first chunk and the
+	// first of the second and third.
+	edited := []int64{1 << cpChunkBits, 1<<cpChunkBits + 1, 2<<cpChunkBits + 1}
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DROP TRIGGER checkpoints_no_update`); err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range edited {
+		if _, err := db.Exec(`UPDATE checkpoints SET head_hash = ? WHERE seq = ?`, Hash{byte(seq)}.String(), seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'audit: checkpoints are append-only: UPDATE refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, every := range []bool{false, true} {
+		opt := VerifyOptions{PublicKeys: pub, EverySignature: every}
+		rep, err := Verify(ctx, path, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, seq := range edited {
+			if every {
+				want = append(want, fmt.Sprintf("bad_signature@%d", seq))
+			}
+			want = append(want, fmt.Sprintf("checkpoint_mismatch@%d", seq))
+		}
+		slices.Sort(want)
+		if got := findingSet(rep.Findings); !slices.Equal(got, want) {
+			t.Errorf("every signature %v: findings %v, want %v", every, got, want)
+		}
+		scanReference = true
+		ref, err := Verify(ctx, path, opt)
+		scanReference = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(rep, ref) {
+			t.Errorf("every signature %v: the streamed report differs from the reference path's:\n%+v\n%+v", every, rep, ref)
+		}
+	}
 }
