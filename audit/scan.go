@@ -146,60 +146,82 @@ type scanBatch struct {
 
 // snapshotConns returns the connections that will read the rows: first,
 // whose transaction (begun by begin) every other check uses, and a second
-// one when it is proven to see the same snapshot. begin must take
-// first's snapshot (a read inside its transaction). The proof: PRAGMA
-// data_version on a connection changes when anyone else committed since
-// that connection last looked. The second connection looks before the
-// first's snapshot is taken and again once its own is: unchanged, nothing
-// was committed between, so both snapshots are the same. Changed (the
-// live table committed in that instant), the first reads alone.
+// one when it is proven to see the same snapshot (snapshotPeers).
 func snapshotConns(ctx context.Context, db *sql.DB, first *sql.Conn, begin func() error) (second *sql.Conn, secondTx *sql.Tx, err error) {
-	var dv int64
-	if scanReaders() > 1 && !scanReference {
+	n := 0
+	if scanReaders() > 1 {
+		n = 1
+	}
+	conns, txs, err := snapshotPeers(ctx, db, first, n, begin)
+	if err != nil || len(conns) == 0 {
+		return nil, nil, err
+	}
+	return conns[0], txs[0], nil
+}
+
+// snapshotPeers returns up to n more connections proven to see first's
+// snapshot, each in a transaction. begin must take first's snapshot (a
+// read inside its transaction). The proof: PRAGMA data_version on a
+// connection changes when anyone else committed since that connection
+// last looked. Each other connection looks before the first's snapshot is
+// taken and again once its own is: unchanged, nothing was committed
+// between, so both snapshots are the same. Changed (the live table
+// committed in that instant), that connection is dropped, and the first
+// reads more alone.
+func snapshotPeers(ctx context.Context, db *sql.DB, first *sql.Conn, n int, begin func() error) (conns []*sql.Conn, txs []*sql.Tx, err error) {
+	var dvs []int64
+	if scanReference {
+		n = 0
+	}
+	for range n {
 		// Bounded: a pool allowed one connection would wait forever, and
 		// one reader is always enough.
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		second, err = db.Conn(cctx)
+		c, err := db.Conn(cctx)
 		cancel()
-		if err == nil {
-			if err = second.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
-				second.Close()
-				second = nil
-			}
-		} else {
-			second = nil
+		if err != nil {
+			break
 		}
+		var dv int64
+		if err := c.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
+			c.Close()
+			break
+		}
+		conns, dvs = append(conns, c), append(dvs, dv)
 	}
 	if err := begin(); err != nil {
-		if second != nil {
-			second.Close()
+		for _, c := range conns {
+			c.Close()
 		}
 		return nil, nil, err
 	}
-	if second == nil {
+	if len(conns) == 0 {
 		return nil, nil, nil
 	}
 	if scanPinHook != nil {
 		scanPinHook()
 	}
-	drop := func() (*sql.Conn, *sql.Tx, error) {
-		if secondTx != nil {
-			secondTx.Rollback()
+	var kept []*sql.Conn
+	for i, c := range conns {
+		tx, err := c.BeginTx(ctx, nil)
+		if err != nil {
+			c.Close()
+			continue
 		}
-		second.Close()
-		return nil, nil, nil
+		var one, dv2 int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&one); err != nil {
+			tx.Rollback()
+			c.Close()
+			continue
+		}
+		if err := tx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv2); err != nil || dv2 != dvs[i] {
+			tx.Rollback()
+			c.Close()
+			continue
+		}
+		kept, txs = append(kept, c), append(txs, tx)
 	}
-	if secondTx, err = second.BeginTx(ctx, nil); err != nil {
-		return drop()
-	}
-	var one, dv2 int64
-	if err := secondTx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&one); err != nil {
-		return drop()
-	}
-	if err := secondTx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv2); err != nil || dv2 != dv {
-		return drop()
-	}
-	return second, secondTx, nil
+	return kept, txs, nil
 }
 
 // scanTrail calls visit for every row of the events table in seq order.
@@ -279,13 +301,17 @@ func scanTrailRanges(ctx context.Context, tx *sql.Tx, conns []*sql.Conn, visit f
 			off = end + 1
 		}
 	}()
+	// Batches visited go back to the readers: made new, they were a third
+	// of the bytes a verify allocated (large objects, zeroed), and so of
+	// the collector's work.
+	free := make(chan []scanRow, (len(conns)+1)*perRange)
 	nice := threadNice()
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sameNice(nice)
-			readRanges(ctx, c, jobs, done)
+			readRanges(ctx, c, jobs, done, free)
 		}()
 	}
 	defer wg.Wait()
@@ -297,6 +323,10 @@ func scanTrailRanges(ctx context.Context, tx *sql.Tx, conns []*sql.Conn, visit f
 			}
 			for i := range b.rows {
 				visit(&b.rows[i])
+			}
+			select {
+			case free <- b.rows:
+			default:
 			}
 		}
 	}
@@ -318,7 +348,15 @@ func sameNice(nice int) {
 // readRanges reads the jobs' ranges on c until there are none or done is
 // closed. It uses the driver's connection directly: database/sql's Scan
 // adds nothing here but time.
-func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-chan struct{}) {
+func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-chan struct{}, free chan []scanRow) {
+	newBatch := func() []scanRow {
+		select {
+		case b := <-free:
+			return b[:0]
+		default:
+			return make([]scanRow, 0, scanBatchRows)
+		}
+	}
 	send := func(j *scanJob, b scanBatch) bool {
 		select {
 		case j.out <- b:
@@ -345,7 +383,7 @@ func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-c
 				send(j, scanBatch{err: fmt.Errorf("%d columns, want %d", len(rows.Columns()), len(v))})
 				return nil
 			}
-			batch := make([]scanRow, 0, scanBatchRows)
+			batch := newBatch()
 			for {
 				err := rows.Next(v)
 				if err == io.EOF {
@@ -362,7 +400,7 @@ func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-c
 						rows.Close()
 						return nil
 					}
-					batch = make([]scanRow, 0, scanBatchRows)
+					batch = newBatch()
 				}
 			}
 			rows.Close()
@@ -422,12 +460,55 @@ func rowHashInto(buf *[]byte, seq int64, at, kind string, shoe, coup int64, body
 }
 
 // canonicalTime reports whether s is a time in the stored form (what
-// parseTime accepts), without allocating.
+// parseTime accepts), without allocating. Verify checks one per commit
+// and one per checkpoint: the common form, 2006-01-02T15:04:05.999999999Z
+// with the fraction's trailing zeros cut, is checked by hand; anything
+// else (and any doubt: year 0, a leap second) by time.Parse.
 func canonicalTime(s string) bool {
+	if plainCanonicalTime(s) {
+		return true
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return false
 	}
 	var b [64]byte
 	return string(t.UTC().AppendFormat(b[:0], time.RFC3339Nano)) == s
+}
+
+// plainCanonicalTime reports whether s is a UTC time of years 1 to 9999 in
+// the stored form. False says only that the slow check must decide.
+func plainCanonicalTime(s string) bool {
+	n := len(s)
+	if n < 20 || n > 30 || n == 21 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[n-1] != 'Z' {
+		return false
+	}
+	num := func(i, j int) int {
+		v := 0
+		for ; i < j; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day := num(0, 4), num(5, 7), num(8, 10)
+	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
+	if year < 1 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return false
+	}
+	days := [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[month]
+	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		days = 29
+	}
+	if day > days {
+		return false
+	}
+	if n == 20 {
+		return true
+	}
+	// A fraction of 1 to 9 digits, the last not 0.
+	return s[19] == '.' && num(20, n-1) >= 0 && s[n-2] != '0'
 }

@@ -293,11 +293,48 @@ func TestCanonicalTime(t *testing.T) {
 		"2026-11-25 15:58:00Z":           false,
 		"":                               false,
 		"2026-11-25T15:58:00.123456789Z": true,
+		// The hand-checked form's edges (plainCanonicalTime).
+		"2024-02-29T00:00:00Z":            true,
+		"2023-02-29T00:00:00Z":            false,
+		"2100-02-29T00:00:00Z":            false,
+		"2000-02-29T23:59:59.9Z":          true,
+		"2026-04-31T00:00:00Z":            false,
+		"2026-13-01T00:00:00Z":            false,
+		"2026-00-01T00:00:00Z":            false,
+		"2026-11-00T00:00:00Z":            false,
+		"2026-11-25T24:00:00Z":            false,
+		"2026-11-25T23:60:00Z":            false,
+		"2026-11-25T23:59:60Z":            false,
+		"2026-11-25T15:58:00.Z":           false,
+		"2026-11-25T15:58:00.1234567891Z": false,
+		"2026-11-25T15:58:00.1x3Z":        false,
+		"2026-11-25T15:58:00.100Z":        false,
+		"2026-11-25t15:58:00Z":            false,
+		"2026-11-25T15:58:00z":            false,
+		"+026-11-25T15:58:00Z":            false,
+		"0001-01-01T00:00:00Z":            true,
 	} {
 		if got := canonicalTime(s); got != want {
 			t.Errorf("canonicalTime(%q) = %v, want %v", s, got, want)
 		}
 	}
+}
+
+// FuzzCanonicalTime: the hand check of the common form never accepts what
+// parseTime refuses, and canonicalTime always agrees with parseTime.
+func FuzzCanonicalTime(f *testing.F) {
+	for _, s := range []string{"2026-11-25T15:58:00.12Z", "2024-02-29T00:00:00Z", "2026-11-25T23:59:60Z", "0000-01-01T00:00:00Z", "2026-11-25T15:58:00.100Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := parseTime(s)
+		if plainCanonicalTime(s) && err != nil {
+			t.Fatalf("plainCanonicalTime(%q) true, parseTime: %v", s, err)
+		}
+		if got := canonicalTime(s); got != (err == nil) {
+			t.Fatalf("canonicalTime(%q) = %v, parseTime: %v", s, got, err)
+		}
+	})
 }
 
 // TestReadersTakeTheCallersNice: the background check of the history runs

@@ -5,9 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -271,7 +269,14 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 	defer conn.Close()
 	var tx *sql.Tx
 	// The schema is read first: that takes the snapshot every check uses.
-	second, secondTx, err := snapshotConns(ctx, r.db, conn, func() error {
+	// On more than one core two more connections are proven to see it: a
+	// second reader of the rows, and one that reads the checkpoints beside
+	// them.
+	peers := 0
+	if scanReaders() > 1 {
+		peers = 2
+	}
+	others, otherTxs, err := snapshotPeers(ctx, r.db, conn, peers, func() error {
 		if tx, err = conn.BeginTx(ctx, nil); err != nil {
 			return err
 		}
@@ -286,82 +291,59 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 	if r.baseErr != nil {
 		rep.add(limit, Finding{Kind: FindingMalformed, Detail: "the chain's base in meta: " + r.baseErr.Error()})
 	}
+	for i, c := range others {
+		defer c.Close()
+		defer otherTxs[i].Rollback()
+	}
 	conns := []*sql.Conn{conn}
-	if second != nil {
-		defer second.Close()
-		defer secondTx.Rollback()
-		conns = append(conns, second)
+	if len(others) > 0 {
+		conns = append(conns, others[0])
 	}
 
-	stored, bad, err := readCheckpointsRaw(ctx, conn, r.table)
-	if err != nil {
-		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	// The stored checkpoints: kept whole are the ones whose signatures may
+	// be checked (every one with EverySignature, else the anchors; the
+	// newest always is).
+	anchors := make(map[int64]bool, len(opt.Anchors))
+	for _, s := range opt.Anchors {
+		anchors[s] = true
 	}
-	for _, f := range bad {
-		rep.add(limit, f)
-	}
-	type claim struct {
-		Checkpoint
-		source string
-	}
-	var claims []claim
-	for _, c := range stored {
-		claims = append(claims, claim{c, "stored checkpoint"})
-	}
-	for _, c := range opt.Checkpoints {
-		claims = append(claims, claim{c, "external checkpoint"})
-	}
-	// The hash of every row a checkpoint names, filled in while streaming.
-	named := newSeqHashes(claims, func(c claim) int64 { return c.Seq })
-
-	keys := make(map[string]ed25519.PublicKey, len(opt.PublicKeys))
-	for _, k := range opt.PublicKeys {
-		keys[KeyID(k)] = k
-	}
-	if len(keys) > 0 {
-		// A key that signed none of the checkpoints is the wrong key file,
-		// not evidence of tampering: say so instead of a finding for each.
-		signers := map[string]bool{}
-		for _, c := range claims {
-			signers[c.KeyID] = true
-		}
-		matched := false
-		for id := range keys {
-			matched = matched || signers[id]
-		}
-		if !matched && len(signers) > 0 {
-			rep.Unverifiable = fmt.Sprintf("the checkpoints are signed by key %s, not by the key given (%s)",
-				strings.Join(slices.Sorted(maps.Keys(signers)), ", "), strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
-			rep.SignaturesChecked = false
-			keys = nil
-		}
+	keep := func(seq int64) bool { return len(opt.PublicKeys) > 0 && (opt.EverySignature || anchors[seq]) }
+	feed := newCPFeed()
+	if len(others) == 2 {
+		nice := threadNice()
+		go func() {
+			sameNice(nice)
+			readStoredCheckpoints(ctx, others[1], r.table, keep, feed)
+		}()
+		defer feed.result() // before its connection is closed
+	} else {
+		readStoredCheckpoints(ctx, conn, r.table, keep, feed)
 	}
 	// The signatures do not depend on the rows: they are checked on other
-	// cores while the rows are read.
-	slices.SortStableFunc(claims, func(a, b claim) int { return cmp.Compare(a.Seq, b.Seq) })
-	anchor := anchorSeqs(stored, opt.Anchors)
-	for _, c := range stored {
-		rep.newest = max(rep.newest, c.Seq)
-	}
-	var toCheck []int // indexes into claims
-	for i, c := range claims {
-		if _, ok := keys[c.KeyID]; !ok || c.Table != r.table {
-			continue // reported below, without a signature to check
+	// cores while the rows are read, once the checkpoints are.
+	var sigs signaturePlan
+	sigsDone := make(chan struct{})
+	go func() {
+		defer close(sigsDone)
+		stored, err := feed.result()
+		if err != nil {
+			return
 		}
-		if opt.EverySignature || c.source != "stored checkpoint" || anchor[c.Seq] {
-			toCheck = append(toCheck, i)
-		} else {
-			rep.SignaturesUnchecked++
-		}
-	}
-	rep.SignaturesVerified = len(toCheck)
-	sigErrs := make([]error, len(claims))
-	sigChecked := make([]bool, len(claims))
-	sigsDone := verifySignatures(len(toCheck), func(j int) {
-		i := toCheck[j]
-		sigChecked[i] = true
-		sigErrs[i] = claims[i].VerifySignature(keys[claims[i].KeyID])
-	})
+		sigs = planSignatures(stored, opt, r.table)
+		<-verifySignatures(len(sigs.toCheck), sigs.check)
+	}()
+	// Wait for it on every return: its goroutines read what the checks
+	// below own.
+	defer func() { <-sigsDone }()
+
+	// The hash of every row a checkpoint names, filled in while streaming:
+	// the stored ones' as they are read, the external ones' up front.
+	match := newCPMatch(feed)
+	external := newSeqHashes(opt.Checkpoints, func(c Checkpoint) int64 { return c.Seq })
+	// The rows' findings, put after the stored checkpoints' malformed
+	// ones (read meanwhile) below.
+	var rowRep Report
+	radd := func(f Finding) { rowRep.add(limit, f) }
 
 	prev := r.base // where this file's chain starts: row 0, or a sealed segment's head
 	// check checks one row, its fields prepared.
@@ -369,26 +351,27 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		rep.Events++
 		link := true
 		if seq != prev.Seq+1 {
-			rep.add(limit, Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
+			radd(Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
 			link = false // the predecessor is gone: its link cannot be checked
 		}
 		switch {
 		case p.errPrev != nil:
-			rep.add(limit, Finding{FindingMalformed, seq, "prev_hash: " + p.errPrev.Error()})
+			radd(Finding{FindingMalformed, seq, "prev_hash: " + p.errPrev.Error()})
 		case p.errHash != nil:
-			rep.add(limit, Finding{FindingMalformed, seq, "hash: " + p.errHash.Error()})
+			radd(Finding{FindingMalformed, seq, "hash: " + p.errHash.Error()})
 		default:
 			if !p.canonAt {
-				rep.add(limit, Finding{FindingMalformed, seq, fmt.Sprintf("at %q is not a time in the trail's canonical form", at)})
+				radd(Finding{FindingMalformed, seq, fmt.Sprintf("at %q is not a time in the trail's canonical form", at)})
 			}
 			if p.want != p.hash {
-				rep.add(limit, Finding{FindingEdited, seq, fmt.Sprintf("stored hash %s, fields hash to %s", p.hash, p.want)})
+				radd(Finding{FindingEdited, seq, fmt.Sprintf("stored hash %s, fields hash to %s", p.hash, p.want)})
 			}
 			if link && p.prev != prev.Hash {
-				rep.add(limit, Finding{FindingBrokenLink, seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", p.prev, prev.Seq, prev.Hash)})
+				radd(Finding{FindingBrokenLink, seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", p.prev, prev.Seq, prev.Hash)})
 			}
 		}
-		named.record(seq, p.hash)
+		match.record(seq, p.hash)
+		external.record(seq, p.hash)
 		prev = Head{Seq: seq, Hash: p.hash}
 	}
 	var sc prepScratch
@@ -400,7 +383,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 			// Cannot happen with an INTEGER PRIMARY KEY; kept so hostile
 			// files never panic the checker.
 			rep.Events++
-			rep.add(limit, Finding{FindingMalformed, prev.Seq + 1, fmt.Sprintf("row after seq %d has seq %v", prev.Seq, vSeq)})
+			radd(Finding{FindingMalformed, prev.Seq + 1, fmt.Sprintf("row after seq %d has seq %v", prev.Seq, vSeq)})
 			return
 		}
 		shoe, ok1 := vShoe.(int64)
@@ -408,11 +391,12 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		if !ok1 || !ok2 {
 			rep.Events++
 			if seq != prev.Seq+1 {
-				rep.add(limit, Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
+				radd(Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
 			}
-			rep.add(limit, Finding{FindingMalformed, seq, fmt.Sprintf("shoe %v, coup %v: not integers", vShoe, vCoup)})
+			radd(Finding{FindingMalformed, seq, fmt.Sprintf("shoe %v, coup %v: not integers", vShoe, vCoup)})
 			h, _ := ParseHash(asText(vHash))
-			named.record(seq, h)
+			match.record(seq, h)
+			external.record(seq, h)
 			prev = Head{Seq: seq, Hash: h}
 			return
 		}
@@ -427,96 +411,183 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 		}
 		check(row.seq, row.at, &row.p)
 	})
-	<-sigsDone
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: read events after seq %d: %w", r.path, prev.Seq, err)
 	}
+	stored, err := feed.result()
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", r.path, err)
+	}
+	<-sigsDone
 	rep.Head = prev
+	for _, f := range stored.bad {
+		rep.add(limit, f)
+	}
+	for _, f := range rowRep.Findings {
+		rep.add(limit, f)
+	}
+	rep.Omitted += rowRep.Omitted
+	if sigs.unverifiable != "" {
+		rep.Unverifiable = sigs.unverifiable
+		rep.SignaturesChecked = false
+	}
+	rep.SignaturesVerified = len(sigs.toCheck)
+	rep.SignaturesUnchecked = sigs.unchecked
+	if n := stored.heads.len(); n > 0 {
+		rep.newest = stored.heads.at(n - 1).seq
+	}
 
 	if len(opt.PublicKeys) > 0 {
-		last := r.base.Seq // signed in the sealed segment before this one
-		for _, c := range stored {
-			last = max(last, c.Seq)
-		}
+		last := max(r.base.Seq, rep.newest) // the base is signed in the sealed segment before this one
 		if rep.Head.Seq > last {
 			rep.add(limit, Finding{FindingUnsignedRows, last + 1, fmt.Sprintf("rows %d to %d come after the last checkpoint (seq %d): the controller signs every commit, so it did not write them", last+1, rep.Head.Seq, last)})
 		}
 	}
-	for i, c := range claims {
+	// Every claim, stored and external, in seq order (stored first).
+	ext := make([]int, len(opt.Checkpoints))
+	for i := range ext {
+		ext[i] = i
+	}
+	slices.SortStableFunc(ext, func(a, b int) int { return cmp.Compare(opt.Checkpoints[a].Seq, opt.Checkpoints[b].Seq) })
+	claim := func(source string, seq int64, table, keyID string, headHash Hash, held *Hash, sig int) {
 		rep.Checkpoints++
-		if c.Table != r.table {
-			rep.add(limit, Finding{FindingWrongTable, c.Seq, fmt.Sprintf("%s is of table %q, the trail of %q", c.source, c.Table, r.table)})
-			continue
+		if table != r.table {
+			rep.add(limit, Finding{FindingWrongTable, seq, fmt.Sprintf("%s is of table %q, the trail of %q", source, table, r.table)})
+			return
 		}
-		if len(keys) > 0 {
-			if _, ok := keys[c.KeyID]; !ok {
-				rep.add(limit, Finding{FindingUnknownKey, c.Seq, fmt.Sprintf("%s signed by key %s, which is not among the keys given", c.source, c.KeyID)})
-			} else if err := sigErrs[i]; err != nil {
-				rep.add(limit, Finding{FindingBadSignature, c.Seq, fmt.Sprintf("%s: %v", c.source, err)})
+		if len(sigs.keys) > 0 {
+			if _, ok := sigs.keys[keyID]; !ok {
+				rep.add(limit, Finding{FindingUnknownKey, seq, fmt.Sprintf("%s signed by key %s, which is not among the keys given", source, keyID)})
+			} else if sig >= 0 && sigs.errs[sig] != nil {
+				rep.add(limit, Finding{FindingBadSignature, seq, fmt.Sprintf("%s: %v", source, sigs.errs[sig])})
 			}
 		}
-		held := false
-		switch h := named.get(c.Seq); {
-		case c.Seq > rep.Head.Seq:
-			rep.add(limit, Finding{FindingTruncated, c.Seq, fmt.Sprintf("%s names seq %d (hash %s) but the trail ends at seq %d", c.source, c.Seq, c.HeadHash, rep.Head.Seq)})
+		ok := false
+		switch h := held; {
+		case seq > rep.Head.Seq:
+			rep.add(limit, Finding{FindingTruncated, seq, fmt.Sprintf("%s names seq %d (hash %s) but the trail ends at seq %d", source, seq, headHash, rep.Head.Seq)})
 		case h == nil:
-			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("%s names seq %d, which is missing", c.source, c.Seq)})
-		case *h != c.HeadHash:
-			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("%s says hash %s, the row has %s", c.source, c.HeadHash, *h)})
+			rep.add(limit, Finding{FindingCheckpointMismatch, seq, fmt.Sprintf("%s names seq %d, which is missing", source, seq)})
+		case *h != headHash:
+			rep.add(limit, Finding{FindingCheckpointMismatch, seq, fmt.Sprintf("%s says hash %s, the row has %s", source, headHash, *h)})
 		default:
-			held = true
+			ok = true
 		}
-		if held && sigChecked[i] && sigErrs[i] == nil && c.source == "stored checkpoint" {
-			rep.SignedHead = max(rep.SignedHead, c.Seq)
+		if ok && sig >= 0 && sigs.errs[sig] == nil && source == "stored checkpoint" {
+			rep.SignedHead = max(rep.SignedHead, seq)
 		}
+	}
+	j := 0
+	for i := range stored.heads.len() {
+		h := stored.heads.at(i)
+		for ; j < len(ext) && opt.Checkpoints[ext[j]].Seq < h.seq; j++ {
+			c := opt.Checkpoints[ext[j]]
+			claim("external checkpoint", c.Seq, c.Table, c.KeyID, c.HeadHash, external.get(c.Seq), sigs.sigOf(-1, ext[j]))
+		}
+		claim("stored checkpoint", h.seq, r.table, stored.keyIDs[h.key], h.head, match.get(i), sigs.sigOf(i, -1))
+	}
+	for ; j < len(ext); j++ {
+		c := opt.Checkpoints[ext[j]]
+		claim("external checkpoint", c.Seq, c.Table, c.KeyID, c.HeadHash, external.get(c.Seq), sigs.sigOf(-1, ext[j]))
 	}
 	return rep, nil
 }
 
-// readCheckpointsRaw is readCheckpoints through the driver's connection,
-// in the transaction open on c: a trail holds a checkpoint per commit,
-// hundreds of thousands, and database/sql's scanning was 40% of reading
-// them.
-func readCheckpointsRaw(ctx context.Context, c *sql.Conn, table string) (out []Checkpoint, bad []Finding, err error) {
-	var n int64
-	if err := c.QueryRowContext(ctx, `SELECT count(*) FROM checkpoints`).Scan(&n); err != nil {
-		return nil, nil, fmt.Errorf("read checkpoints: %w", err)
+// signaturePlan is which checkpoint signatures Verify checks, and what
+// they gave.
+type signaturePlan struct {
+	keys         map[string]ed25519.PublicKey // nil when none matched
+	unverifiable string
+	toCheck      []Checkpoint
+	errs         []error // per toCheck
+	stored       []int32 // per stored head: its index in toCheck, or -1
+	external     []int32 // per external checkpoint: likewise
+	unchecked    int
+}
+
+func (p *signaturePlan) check(i int) {
+	p.errs[i] = p.toCheck[i].VerifySignature(p.keys[p.toCheck[i].KeyID])
+}
+
+// sigOf is the index in toCheck of stored head i or external checkpoint
+// e (the other -1), or -1 when its signature is not checked.
+func (p *signaturePlan) sigOf(i, e int) int {
+	switch {
+	case i >= 0 && i < len(p.stored):
+		return int(p.stored[i])
+	case e >= 0 && e < len(p.external):
+		return int(p.external[e])
 	}
-	out = make([]Checkpoint, 0, n)
-	err = c.Raw(func(dc any) error {
-		q, ok := dc.(driver.QueryerContext)
-		if !ok {
-			return errors.New("the SQLite driver cannot query")
-		}
-		rows, err := q.QueryContext(ctx, `SELECT seq, head_hash, signed_at, key_id, signature FROM checkpoints ORDER BY seq`, nil)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		v := make([]driver.Value, 5)
-		if len(rows.Columns()) != len(v) {
-			return fmt.Errorf("%d columns, want %d", len(rows.Columns()), len(v))
-		}
-		for {
-			switch err := rows.Next(v); {
-			case err == io.EOF:
-				return nil
-			case err != nil:
-				return err
-			}
-			cp, err := decodeCheckpointRow(table, v[0], v[1], v[2], v[3], v[4])
-			if err != nil {
-				s, _ := v[0].(int64)
-				bad = append(bad, Finding{Kind: FindingMalformed, Seq: s, Detail: "stored checkpoint: " + err.Error()})
-				continue
-			}
-			out = append(out, cp)
-		}
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("read checkpoints: %w", err)
+	return -1
+}
+
+// planSignatures picks the signatures to check: with keys given that
+// signed any checkpoint, every checkpoint's with EverySignature, else the
+// anchors' only: the newest stored checkpoint's, which through the chain
+// authenticates every row before it, every external one's, and those at
+// opt.Anchors (segment seals).
+func planSignatures(stored *storedCheckpoints, opt VerifyOptions, table string) signaturePlan {
+	p := signaturePlan{keys: make(map[string]ed25519.PublicKey, len(opt.PublicKeys))}
+	for _, k := range opt.PublicKeys {
+		p.keys[KeyID(k)] = k
 	}
-	return out, bad, nil
+	if len(p.keys) > 0 {
+		// A key that signed none of the checkpoints is the wrong key file,
+		// not evidence of tampering: say so instead of a finding for each.
+		signers := map[string]bool{}
+		for _, id := range stored.keyIDs {
+			signers[id] = true
+		}
+		for _, c := range opt.Checkpoints {
+			signers[c.KeyID] = true
+		}
+		matched := false
+		for id := range p.keys {
+			matched = matched || signers[id]
+		}
+		if !matched && len(signers) > 0 {
+			p.unverifiable = fmt.Sprintf("the checkpoints are signed by key %s, not by the key given (%s)",
+				strings.Join(slices.Sorted(maps.Keys(signers)), ", "), strings.Join(slices.Sorted(maps.Keys(p.keys)), ", "))
+			p.keys = nil
+		}
+	}
+	anchor := make(map[int64]bool, len(opt.Anchors)+1)
+	for _, s := range opt.Anchors {
+		anchor[s] = true
+	}
+	if n := stored.heads.len(); n > 0 {
+		anchor[stored.heads.at(n-1).seq] = true
+	}
+	known := make([]bool, len(stored.keyIDs))
+	for i, id := range stored.keyIDs {
+		_, known[i] = p.keys[id]
+	}
+	p.stored = make([]int32, stored.heads.len())
+	for i := range stored.heads.len() {
+		h := stored.heads.at(i)
+		p.stored[i] = -1
+		if !known[h.key] {
+			continue // reported, without a signature to check
+		}
+		c, whole := stored.checkpoint(i)
+		if !whole || !opt.EverySignature && !anchor[h.seq] {
+			p.unchecked++
+			continue
+		}
+		p.stored[i] = int32(len(p.toCheck))
+		p.toCheck = append(p.toCheck, c)
+	}
+	p.external = make([]int32, len(opt.Checkpoints))
+	for i, c := range opt.Checkpoints {
+		p.external[i] = -1
+		if _, ok := p.keys[c.KeyID]; !ok || c.Table != table {
+			continue
+		}
+		p.external[i] = int32(len(p.toCheck))
+		p.toCheck = append(p.toCheck, c)
+	}
+	p.errs = make([]error, len(p.toCheck))
+	return p
 }
 
 // seqHashes holds the hash of the row at each seq a checkpoint names,
@@ -564,24 +635,6 @@ func (a *seqHashes) get(seq int64) *Hash {
 		return nil
 	}
 	return &a.hashes[i]
-}
-
-// anchorSeqs is the set of seqs whose stored checkpoints' signatures
-// Verify checks by default: the newest checkpoint's, which through the
-// chain authenticates every row before it, and more's (segment seals).
-func anchorSeqs(stored []Checkpoint, more []int64) map[int64]bool {
-	set := make(map[int64]bool, len(more)+1)
-	var newest int64
-	for _, c := range stored {
-		newest = max(newest, c.Seq)
-	}
-	if newest > 0 {
-		set[newest] = true
-	}
-	for _, s := range more {
-		set[s] = true
-	}
-	return set
 }
 
 // checkSchemaObjects compares the tables, index and triggers with the ones
