@@ -482,3 +482,22 @@ func TestWitnessScan(t *testing.T) {
 		}
 	})
 }
+
+// TestSeqRuns: the PostgreSQL store reads a batch's seqs as runs; the runs
+// must cover exactly the seqs asked for, no more.
+func TestSeqRuns(t *testing.T) {
+	for _, c := range []struct {
+		seqs   []int64
+		lo, hi []int64
+	}{
+		{nil, nil, nil},
+		{[]int64{5}, []int64{5}, []int64{5}},
+		{[]int64{3, 2, 4, 3, 2, 1, 9, 10, 12}, []int64{1, 9, 12}, []int64{4, 10, 12}},
+		{[]int64{0, 1, 2, 100, 99, 101}, []int64{0, 99}, []int64{2, 101}},
+	} {
+		lo, hi := seqRuns(c.seqs)
+		if !slices.Equal(lo, c.lo) || !slices.Equal(hi, c.hi) {
+			t.Errorf("seqRuns(%v) = %v..%v, want %v..%v", c.seqs, lo, hi, c.lo, c.hi)
+		}
+	}
+}
