@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,16 +109,23 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 	b.ResetTimer()
 	start := time.Now()
 	wctx, cancel := context.WithCancel(ctx)
+	// The witnesses' logs are kept, and shown if the catch-up stalls.
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	var ws []*Witness
 	for i := range witnesses {
 		w, err := New(ctx, Config{Name: fmt.Sprint("bench-", i), NATS: cluster.URLs(), Stream: stream, Consumer: "witness", Replicas: 3,
-			Subjects: subj, Store: store, Registry: reg, Logger: quietLog(), Batch: *benchBatch})
+			Subjects: subj, Store: store, Registry: reg, Logger: logger.With("witness", i), Batch: *benchBatch})
 		if err != nil {
 			b.Fatal(err)
 		}
 		ws = append(ws, w)
 		go w.Run(wctx)
 	}
+	// A catch-up that stores nothing for a minute has stalled: fail with
+	// the witnesses' logs rather than hang (it did once, under CI's load).
+	var last int64
+	lastAt := time.Now()
 	for {
 		var done int64
 		if err := pool.QueryRow(ctx, store.sql(`SELECT coalesce(sum(contig),0) FROM S.tables`)).Scan(&done); err != nil {
@@ -125,6 +133,12 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 		}
 		if done >= int64(per*tables) {
 			break
+		}
+		if done != last {
+			last, lastAt = done, time.Now()
+		} else if time.Since(lastAt) > time.Minute {
+			cancel()
+			b.Fatalf("catch-up stalled: %d of %d rows stored, none in the last minute; the witnesses' logs:\n%s", done, per*tables, logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -284,5 +298,23 @@ func publishAlert(b *testing.B, cl paho.Client, topic, id string, at time.Time) 
 }
 
 var _ = audit.Hash{}
+
+// lockedBuffer is a log destination several goroutines write.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
