@@ -157,11 +157,16 @@ func (p *Publisher) Commit(c audit.Commit) {
 	default:
 		p.behind.Store(true)
 		p.poke()
+		return
 	}
 	// The publisher's goroutine, woken, runs now rather than after the
 	// rest of the caller's work on the commit (logs, metrics, the next
-	// read), which on a busy machine it would otherwise wait for.
-	runtime.Gosched()
+	// read), which on a busy machine it would otherwise wait for. Only
+	// when this commit is alone in the queue: a publisher with commits
+	// waiting is busy, not waiting.
+	if len(p.queue) == 1 {
+		runtime.Gosched()
+	}
 }
 
 // WriteFailure reports that the trail cannot be written; status and
@@ -535,9 +540,13 @@ func (p *Publisher) pages(ctx context.Context, from, to int64, f func(audit.Reco
 // takes the row while the broker has it.
 func (p *Publisher) handle(ctx context.Context, changed <-chan struct{}, rec audit.Record, at time.Time) error {
 	first := p.send(p.eng.eventMessage(rec))
-	// The message goes from paho's goroutines to the connection's writer
-	// now; the table copy's work (tens of microseconds) comes after.
-	runtime.Gosched()
+	if !at.IsZero() && len(p.queue) == 0 {
+		// The newest commit's row: it goes from paho's goroutines to the
+		// connection's writer now; the table copy's work (tens of
+		// microseconds) comes after. Rows with more behind them are
+		// gathered into fewer writes instead.
+		runtime.Gosched()
+	}
 	p.eng.apply(rec)
 	p.applied = rec.Seq
 	p.dirty = true
