@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -396,8 +397,22 @@ func (l *Link) read(name string, p port, q chan<- chunk, stop <-chan struct{}, d
 		default:
 		}
 		n, err := p.Read(buf)
-		if n > 0 && !l.deliver(name, q, chunk{data: bytes.Clone(buf[:n])}, stop) {
-			return
+		if n > 0 {
+			if !l.deliver(name, q, chunk{data: bytes.Clone(buf[:n])}, stop) {
+				return
+			}
+			// The session's goroutine, just made runnable, waits in this
+			// processor's queue while this one blocks in the next Read (a
+			// system call, not the network poller): on a busy machine until
+			// another processor is free or the runtime takes this one back,
+			// tens of microseconds to milliseconds of a card's time. Let it
+			// run now; the next Read waits its turn, the bytes in the port.
+			// Only when this read is alone in the queue: a session that
+			// has others waiting is busy, not waiting, and what queues
+			// meanwhile goes in its next call.
+			if len(q) == 1 {
+				runtime.Gosched()
+			}
 		}
 		if err != nil {
 			var pe *serial.PortError

@@ -433,6 +433,9 @@ func (e *engine) capture() {
 	e.shoeDue = false
 }
 
+// pricingDue reports whether shoeMessages would price the shoe.
+func (e *engine) pricingDue() bool { return e.shoeDue || e.pricing != nil }
+
 func (e *engine) analyseNow() {
 	shoe, alerts := e.analyse(e.pricing)
 	e.pricing, e.shoe, e.shoeJSON = nil, shoe, nil
