@@ -13,7 +13,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,8 +109,8 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 	start := time.Now()
 	wctx, cancel := context.WithCancel(ctx)
 	// The witnesses' logs are kept, and shown if the catch-up stalls.
-	var logs lockedBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	logs := &floortest.LogTail{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	var ws []*Witness
 	for i := range witnesses {
 		w, err := New(ctx, Config{Name: fmt.Sprint("bench-", i), NATS: cluster.URLs(), Stream: stream, Consumer: "witness", Replicas: 3,
@@ -138,7 +137,7 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 			last, lastAt = done, time.Now()
 		} else if time.Since(lastAt) > time.Minute {
 			cancel()
-			b.Fatalf("catch-up stalled: %d of %d rows stored, none in the last minute; the witnesses' logs:\n%s", done, per*tables, logs.String())
+			b.Fatalf("catch-up stalled: %d of %d rows stored, none in the last minute; the witnesses' logs (last lines):\n%s", done, per*tables, floortest.TailLines(logs.String(), 60))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -298,23 +297,5 @@ func publishAlert(b *testing.B, cl paho.Client, topic, id string, at time.Time) 
 }
 
 var _ = audit.Hash{}
-
-// lockedBuffer is a log destination several goroutines write.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -69,7 +69,7 @@ func TestBridgeQueue(t *testing.T) {
 	defer mq.Kill()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("Mosquitto:\n%s", tailLines(mq.Log(), 60))
+			t.Logf("Mosquitto:\n%s", floortest.TailLines(mq.Log(), 60))
 		}
 	})
 	cl := paho.NewClient(paho.NewClientOptions().AddBroker(fmt.Sprintf("tcp://127.0.0.1:%d", port)).SetClientID("tablectl-BAC-07"))

@@ -118,11 +118,11 @@ func TestFloorProof(t *testing.T) {
 	defer f.Close()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("witness 1 (a process) said:\n%s", tailLines(f.WitnessLog(0), 30))
+			t.Logf("witness 1 (a process) said:\n%s", floortest.TailLines(f.WitnessLog(0), 30))
 			for _, i := range []int{cut, killed, rewritten} {
 				if i < len(f.Tables) {
-					t.Logf("table %s controller:\n%s", f.Tables[i].ID, tailLines(f.Tables[i].Log(), 15))
-					t.Logf("table %s Mosquitto:\n%s", f.Tables[i].ID, tailLines(f.Tables[i].BrokerLog(), 40))
+					t.Logf("table %s controller:\n%s", f.Tables[i].ID, floortest.TailLines(f.Tables[i].Log(), 15))
+					t.Logf("table %s Mosquitto:\n%s", f.Tables[i].ID, floortest.TailLines(f.Tables[i].BrokerLog(), 40))
 				}
 			}
 		}
@@ -290,7 +290,7 @@ func TestFloorProof(t *testing.T) {
 			f.Tables[cut].ID, cutHead+1, mendHead, cutGaps)
 	}
 	if !f.WitnessRunning(0) {
-		t.Errorf("witness 1's process, started again, is not running at the end:\n%s", tailLines(f.WitnessLog(0), 30))
+		t.Errorf("witness 1's process, started again, is not running at the end:\n%s", floortest.TailLines(f.WitnessLog(0), 30))
 	}
 	rw := f.Tables[rewritten].ID
 	if len(flagged[rw]) == 0 {
@@ -327,35 +327,13 @@ func testLog(t *testing.T) *slog.Logger {
 	if *proofLog {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	w := &logTail{}
+	w := &floortest.LogTail{}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the floor's warnings (last lines):\n%s", tailLines(w.String(), 40))
+			t.Logf("the floor's warnings (last lines):\n%s", floortest.TailLines(w.String(), 40))
 		}
 	})
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// logTail keeps the last 256 KiB written to it.
-type logTail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *logTail) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	if len(l.b) > 256<<10 {
-		l.b = append([]byte(nil), l.b[len(l.b)-256<<10:]...)
-	}
-	return len(p), nil
-}
-
-func (l *logTail) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -403,23 +381,4 @@ func trailHead(t *testing.T, trail string) int64 {
 		t.Fatal(err)
 	}
 	return h.Seq
-}
-
-func tailLines(s string, n int) string {
-	var lines []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			lines = append(lines, s[start:i])
-			start = i + 1
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	out := ""
-	for _, l := range lines {
-		out += l + "\n"
-	}
-	return out
 }
