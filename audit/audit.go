@@ -16,7 +16,6 @@ package audit
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -191,18 +190,7 @@ const hashDomain = "tablectl-audit-v1\x00"
 // Lengths make the encoding unambiguous without escaping anything.
 func rowHash(seq int64, at, kind string, shoe, coup int64, body []byte, prev Hash) Hash {
 	buf := make([]byte, 0, len(hashDomain)+8+4+len(at)+4+len(kind)+8+8+4+len(body)+len(prev))
-	buf = append(buf, hashDomain...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(seq))
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(at)))
-	buf = append(buf, at...)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(kind)))
-	buf = append(buf, kind...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(shoe))
-	buf = binary.BigEndian.AppendUint64(buf, uint64(coup))
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(body)))
-	buf = append(buf, body...)
-	buf = append(buf, prev[:]...)
-	return sha256.Sum256(buf)
+	return rowHashInto(&buf, seq, at, kind, shoe, coup, body, prev)
 }
 
 // formatTime is how times are stored: UTC, RFC 3339 with as many fraction

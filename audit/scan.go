@@ -442,8 +442,9 @@ func scanTrailReference(ctx context.Context, tx *sql.Tx, visit func(*scanRow)) e
 	return rows.Err()
 }
 
-// rowHashInto is rowHash with the encoding built in *buf, reused.
-func rowHashInto(buf *[]byte, seq int64, at, kind string, shoe, coup int64, body string, prev Hash) Hash {
+// rowHashInto is rowHash with the encoding built in *buf, reused (verify
+// hashes the body as the driver's string, the store as its bytes).
+func rowHashInto[B ~string | ~[]byte](buf *[]byte, seq int64, at, kind string, shoe, coup int64, body B, prev Hash) Hash {
 	b := append((*buf)[:0], hashDomain...)
 	b = binary.BigEndian.AppendUint64(b, uint64(seq))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(at)))
