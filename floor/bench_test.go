@@ -23,6 +23,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/floortest"
+	"github.com/tablectl/tablectl/internal/logtail"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/internal/testenv"
@@ -109,7 +110,7 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 	start := time.Now()
 	wctx, cancel := context.WithCancel(ctx)
 	// The witnesses' logs are kept, and shown if the catch-up stalls.
-	logs := &floortest.LogTail{}
+	logs := &logtail.Buffer{Keep: 256 << 10}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	var ws []*Witness
 	for i := range witnesses {
@@ -137,7 +138,7 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 			last, lastAt = done, time.Now()
 		} else if time.Since(lastAt) > time.Minute {
 			cancel()
-			b.Fatalf("catch-up stalled: %d of %d rows stored, none in the last minute; the witnesses' logs (last lines):\n%s", done, per*tables, floortest.TailLines(logs.String(), 60))
+			b.Fatalf("catch-up stalled: %d of %d rows stored, none in the last minute; the witnesses' logs (last lines):\n%s", done, per*tables, logtail.Lines(logs.String(), 60))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/floorsim"
 	"github.com/tablectl/tablectl/internal/floortest"
+	"github.com/tablectl/tablectl/internal/logtail"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/internal/testenv"
@@ -69,7 +70,7 @@ func TestBridgeQueue(t *testing.T) {
 	defer mq.Kill()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("Mosquitto:\n%s", floortest.TailLines(mq.Log(), 60))
+			t.Logf("Mosquitto:\n%s", logtail.Lines(mq.Log(), 60))
 		}
 	})
 	cl := paho.NewClient(paho.NewClientOptions().AddBroker(fmt.Sprintf("tcp://127.0.0.1:%d", port)).SetClientID("tablectl-BAC-07"))

@@ -20,6 +20,7 @@ import (
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/internal/floorsim"
 	"github.com/tablectl/tablectl/internal/floortest"
+	"github.com/tablectl/tablectl/internal/logtail"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
@@ -118,11 +119,11 @@ func TestFloorProof(t *testing.T) {
 	defer f.Close()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("witness 1 (a process) said:\n%s", floortest.TailLines(f.WitnessLog(0), 30))
+			t.Logf("witness 1 (a process) said:\n%s", logtail.Lines(f.WitnessLog(0), 30))
 			for _, i := range []int{cut, killed, rewritten} {
 				if i < len(f.Tables) {
-					t.Logf("table %s controller:\n%s", f.Tables[i].ID, floortest.TailLines(f.Tables[i].Log(), 15))
-					t.Logf("table %s Mosquitto:\n%s", f.Tables[i].ID, floortest.TailLines(f.Tables[i].BrokerLog(), 40))
+					t.Logf("table %s controller:\n%s", f.Tables[i].ID, logtail.Lines(f.Tables[i].Log(), 15))
+					t.Logf("table %s Mosquitto:\n%s", f.Tables[i].ID, logtail.Lines(f.Tables[i].BrokerLog(), 40))
 				}
 			}
 		}
@@ -290,7 +291,7 @@ func TestFloorProof(t *testing.T) {
 			f.Tables[cut].ID, cutHead+1, mendHead, cutGaps)
 	}
 	if !f.WitnessRunning(0) {
-		t.Errorf("witness 1's process, started again, is not running at the end:\n%s", floortest.TailLines(f.WitnessLog(0), 30))
+		t.Errorf("witness 1's process, started again, is not running at the end:\n%s", logtail.Lines(f.WitnessLog(0), 30))
 	}
 	rw := f.Tables[rewritten].ID
 	if len(flagged[rw]) == 0 {
@@ -327,10 +328,10 @@ func testLog(t *testing.T) *slog.Logger {
 	if *proofLog {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	w := &floortest.LogTail{}
+	w := &logtail.Buffer{Keep: 256 << 10}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the floor's warnings (last lines):\n%s", floortest.TailLines(w.String(), 40))
+			t.Logf("the floor's warnings (last lines):\n%s", logtail.Lines(w.String(), 40))
 		}
 	})
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))

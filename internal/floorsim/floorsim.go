@@ -36,6 +36,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/internal/logtail"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -108,7 +109,7 @@ type Floor struct {
 type witnessRun struct {
 	w      *floor.Witness // in this process
 	cmd    *exec.Cmd      // or a process of its own
-	log    *tailBuffer
+	log    *logtail.Buffer
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -127,7 +128,7 @@ type Table struct {
 	mu   sync.Mutex
 	ctl  *exec.Cmd
 	done chan struct{}
-	logs []*tailBuffer
+	logs []*logtail.Buffer
 }
 
 // Start runs the floor. Stop it with Close.
@@ -270,7 +271,7 @@ func (f *Floor) startWitnessProc(i int) (*witnessRun, error) {
 	cmd := exec.Command(f.o.WitnessExe, "witness", "--name", name, "--nats", f.Cluster.URLs(), "--db", db, "--schema", f.o.Schema,
 		"--registry", regFile, "--key", keyFile, "--replicas", fmt.Sprint(min(3, f.o.Nodes)))
 	cmd.Env = os.Environ()
-	l := &tailBuffer{}
+	l := &logtail.Buffer{}
 	cmd.Stdout, cmd.Stderr = l, l
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -508,7 +509,7 @@ func (t *Table) Start() error {
 	}
 	cmd := exec.Command(t.f.o.Exe, "run", "--config", t.Config)
 	cmd.Env = append(os.Environ(), t.f.o.Env...)
-	l := &tailBuffer{}
+	l := &logtail.Buffer{}
 	cmd.Stdout, cmd.Stderr = l, l
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("table %s: controller: %w", t.ID, err)
@@ -656,28 +657,6 @@ func RewriteTrail(ctx context.Context, trail string, seq int64) (int64, error) {
 		}
 	}
 	return head, tx.Commit()
-}
-
-// tailBuffer keeps the last 64 KiB written to it.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *tailBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	if len(l.b) > 64<<10 {
-		l.b = append([]byte(nil), l.b[len(l.b)-64<<10:]...)
-	}
-	return len(p), nil
-}
-
-func (l *tailBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
 }
 
 // Proxy forwards TCP connections to the first cluster node that answers,

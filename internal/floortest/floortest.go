@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -98,33 +97,3 @@ func lastLines(s string, n int) string {
 }
 
 var _ = fmt.Sprintf
-
-// LogTail is a log destination several goroutines write; it keeps the last
-// 256 KiB, for a failing test to show.
-type LogTail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *LogTail) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	if len(l.b) > 256<<10 {
-		l.b = append([]byte(nil), l.b[len(l.b)-256<<10:]...)
-	}
-	return len(p), nil
-}
-
-func (l *LogTail) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
-}
-
-// TailLines is the last n whole lines of s.
-func TailLines(s string, n int) string {
-	lines := strings.SplitAfter(s, "\n")
-	lines = lines[:len(lines)-1] // what follows the last newline is not a whole line
-	return strings.Join(lines[max(0, len(lines)-n):], "")
-}
