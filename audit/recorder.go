@@ -50,6 +50,11 @@ type RecorderOptions struct {
 	// NoHistoryCheck leaves out the background verification of the rows
 	// before the snapshot a start used (tests of other things).
 	NoHistoryCheck bool
+	// NoPrepare leaves each commit to begin its own transaction, so the
+	// trail's write lock is free between commits, as it is for a moment
+	// after each one (Store.Prepare): for tests that play an insider who
+	// writes the live file in that moment.
+	NoPrepare bool
 	// Segments, when set, makes the trail a directory of sealed segments
 	// (OpenDir), cut over as it says; nil keeps the trail one file.
 	Segments *SegmentPolicy
@@ -471,22 +476,30 @@ func (r *Recorder) commit(ctx context.Context, ins []coup.Input) ([]Commit, erro
 	if snap {
 		r.snapSeq = recs[len(recs)-1].Seq
 	}
-	if r.opt.ObserveCommit != nil {
-		r.opt.ObserveCommit(time.Since(start), len(recs))
-	}
+	took := time.Since(start)
 	r.table = next
 	r.lastAt = ins[len(ins)-1].At
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
+	// The commit's hook first (it hands the rows to the publisher); the
+	// metrics and the timers' wake-up are not the display's time.
 	for i := range cs {
 		cs[i].Records = recs[bounds[i]:bounds[i+1]]
 		if r.opt.OnCommit != nil {
 			r.opt.OnCommit(cs[i])
 		}
 	}
+	if r.opt.ObserveCommit != nil {
+		r.opt.ObserveCommit(took, len(recs))
+	}
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
 	r.maybeCut(ctx, r.lastAt)
+	// The next commit's BEGIN and head check, now that this one is
+	// handed on: a card's commit is then its inserts and COMMIT.
+	if !r.opt.NoPrepare {
+		r.store.Prepare()
+	}
 	return cs, nil
 }
 

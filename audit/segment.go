@@ -435,6 +435,9 @@ func (s *Store) NextSegment(ctx context.Context, day string) error {
 	// and lock go. Its WAL is folded into the file first, so the sealed
 	// file alone holds every row (an archive copies just the file).
 	var errs []error
+	// The commit's statements go first: SQLite closes a connection only
+	// once its statements are finalised.
+	errs = append(errs, s.closeHot())
 	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		errs = append(errs, fmt.Errorf("fold the WAL into %s: %w", s.path, err))
 	}

@@ -262,19 +262,29 @@ func (t *Table) Clone() *Table {
 		r := *t.result
 		c.result = &r
 	}
-	c.coups = cloneRecords(t.coups)
-	c.recall = cloneRecords(t.recall)
+	// The coups of the shoe are shared, capped at their length: a coup
+	// ended appends (and so copies), and a void copies before it writes
+	// (see voidRecord). The recorder clones the table for every commit;
+	// copying a shoe's worth of coups each time was most of its work
+	// before the trail.
+	c.coups = slices.Clip(t.coups)
+	c.recall = slices.Clip(t.recall)
 	return &c
 }
 
+// cloneRecords copies the records, for a table about to write one in
+// place; their cards and actions stay shared, capped at their length, so
+// that an append (a void's action) copies instead of writing where
+// another table can see it. Nothing writes a recorded card or action in
+// place.
 func cloneRecords(rs []CoupRecord) []CoupRecord {
 	if rs == nil {
 		return nil
 	}
 	out := make([]CoupRecord, len(rs))
 	for i, r := range rs {
-		r.Cards = slices.Clone(r.Cards)
-		r.Actions = slices.Clone(r.Actions)
+		r.Cards = slices.Clip(r.Cards)
+		r.Actions = slices.Clip(r.Actions)
 		out[i] = r
 	}
 	return out
@@ -1104,6 +1114,8 @@ func (a *applier) void(c *Command) {
 		return
 	}
 	a.accepted(c)
+	// The records may be shared with a clone (see Clone): copy, then write.
+	t.coups, t.recall = cloneRecords(t.coups), cloneRecords(t.recall)
 	t.coups[i].Voided = true
 	t.coups[i].Actions = append(t.coups[i].Actions, "void by "+c.By)
 	for j := range t.recall {

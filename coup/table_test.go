@@ -710,6 +710,37 @@ func TestCloneIsIndependent(t *testing.T) {
 	}
 }
 
+// TestCloneVoidsApart voids the same completed coup on a table and on its
+// clone: the clone shares the records' cards and actions (see Clone), so
+// each must still see only its own void.
+func TestCloneVoidsApart(t *testing.T) {
+	h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate })
+	h.open()
+	h.cards("9S,7H,KD,KC")
+	h.tick(3 * time.Second)
+	h.btn(ButtonNoMoreBets)
+	h.cards("2S,AH,2D,2C,8H")
+	h.tick(3 * time.Second)
+	c := h.tab.Clone()
+	c.Apply(Input{Kind: InCmd, At: h.now, Command: &Command{ID: "a", Action: ActionVoid, Coup: 1, By: "alice", Reason: "clone"}})
+	h.expect(h.cmd(Command{Action: ActionVoid, Coup: 1, Reason: "original"}), "command_accepted coup_voided")
+	for _, tc := range []struct {
+		name      string
+		tab       *Table
+		want, not string
+	}{{"clone", c, "void by alice", "void by pit-boss"}, {"original", h.tab, "void by pit-boss", "void by alice"}} {
+		for name, recs := range map[string][]CoupRecord{"shoe": tc.tab.ShoeCoups(), "recall": tc.tab.Recall()} {
+			a := recs[0].Actions
+			if !recs[0].Voided || !slices.Contains(a, tc.want) || slices.Contains(a, tc.not) {
+				t.Errorf("%s's %s record of coup 1: voided %v, actions %q; want %q only", tc.name, name, recs[0].Voided, a, tc.want)
+			}
+			if recs[1].Voided || len(recs[1].Actions) != 0 {
+				t.Errorf("%s's %s record of coup 2: %+v", tc.name, name, recs[1])
+			}
+		}
+	}
+}
+
 func TestAuditFailed(t *testing.T) {
 	h := newHarness(t, nil)
 	h.open()

@@ -407,10 +407,12 @@ func (l *Link) read(name string, p port, q chan<- chunk, stop <-chan struct{}, d
 			// another processor is free or the runtime takes this one back,
 			// tens of microseconds to milliseconds of a card's time. Let it
 			// run now; the next Read waits its turn, the bytes in the port.
-			// Only when this read is alone in the queue: a session that
-			// has others waiting is busy, not waiting, and what queues
-			// meanwhile goes in its next call.
-			if len(q) == 1 {
+			// Only when the session was waiting: a send to a goroutine
+			// waiting on the channel hands the chunk over directly and
+			// leaves the queue empty; a session busy with an earlier
+			// call finds this chunk queued, with whatever else queues
+			// meanwhile, in its next call.
+			if len(q) == 0 {
 				runtime.Gosched()
 			}
 		}

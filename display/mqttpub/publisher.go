@@ -162,9 +162,10 @@ func (p *Publisher) Commit(c audit.Commit) {
 	// The publisher's goroutine, woken, runs now rather than after the
 	// rest of the caller's work on the commit (logs, metrics, the next
 	// read), which on a busy machine it would otherwise wait for. Only
-	// when this commit is alone in the queue: a publisher with commits
-	// waiting is busy, not waiting.
-	if len(p.queue) == 1 {
+	// when the publisher was waiting: a send to a goroutine waiting on
+	// the channel hands the commit over directly and leaves the queue
+	// empty; a busy publisher finds it queued.
+	if len(p.queue) == 0 {
 		runtime.Gosched()
 	}
 }

@@ -98,6 +98,9 @@ type Hooks struct {
 	// WebPitPassword is the pit view's password when it comes from the
 	// caller (the demo makes one) rather than http.pit_password_file.
 	WebPitPassword string
+	// TrailFreeBetweenCommits is audit.RecorderOptions.NoPrepare: for
+	// tests that write the live trail as an insider between two commits.
+	TrailFreeBetweenCommits bool
 }
 
 // RunFile is `tablectl run`: it loads the config file at path, puts o over
@@ -191,7 +194,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	rec, err := audit.OpenRecorder(ctx, c.Audit.Trail(), audit.RecorderOptions{
 		Table: c.TableID, Config: tc, Clock: hooks.Clock, Key: key, CheckpointEvery: 1, SnapshotEvery: c.Audit.SnapshotEvery,
 		Logger: log, OnCommit: onCommit, OnWriteFailure: onFail, ObserveCommit: m.ObserveCommit,
-		Version: buildinfo.Get().Short(), Segments: segs, MoveFrom: moveFrom(c.Audit),
+		Version: buildinfo.Get().Short(), Segments: segs, MoveFrom: moveFrom(c.Audit), NoPrepare: hooks.TrailFreeBetweenCommits,
 	})
 	if err != nil {
 		closeKey()

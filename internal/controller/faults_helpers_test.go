@@ -56,6 +56,8 @@ type faultRig struct {
 	tampersWithTrail bool
 	// logs wraps the log handler, to count or drop records; nil keeps all.
 	logs func(slog.Handler) slog.Handler
+	// trailFreeBetweenCommits: Hooks.TrailFreeBetweenCommits.
+	trailFreeBetweenCommits bool
 }
 
 // newFaultRig is newRig with the trail, the silence window and the link's
@@ -96,7 +98,7 @@ func newFaultRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig, fo fau
 		Audit: AuditSection{Path: r.trail, CheckpointKey: priv},
 	}
 	r.ctl, err = Start(ctx, cfg, tc, log.With("part", "controller"), Hooks{
-		OnCommit: r.commits.add, OnWriteFailure: fo.onWriteFailure, Clock: fo.clock,
+		OnCommit: r.commits.add, OnWriteFailure: fo.onWriteFailure, Clock: fo.clock, TrailFreeBetweenCommits: fo.trailFreeBetweenCommits,
 	})
 	if err != nil {
 		cancel()

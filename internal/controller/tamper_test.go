@@ -21,18 +21,76 @@ import (
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
-// TestFaultTrailTamperedLive is the insider's attack on a running table:
-// with the controller dealing, the sqlite3 shell appends a supervisor's
-// void of the coup in progress to the live trail (in.cmd, command_accepted,
+// forgedVoid is the insider's sqlite3 script: a supervisor's void of the
+// coup in progress as the three rows after last (in.cmd, command_accepted,
 // coup_voided: the next seqs, linked, with correct hashes, the triggers
-// untouched). The controller must not take the rows in: its next write
-// finds them, suspends the table with trail_tampered naming them, records
-// and signs nothing more; a restart refuses the trail; verify names the
-// rows, and the forged void does not verify against the keyring.
+// untouched).
+func forgedVoid(last audit.Record) string {
+	prev, script := last, ""
+	for _, f := range []struct{ kind, body string }{
+		{"in.cmd", `{"command":{"action":"void","by":"mallory","id":"forged-1"},"kind":"in.cmd"}`},
+		{"command_accepted", `{"action":"void","by":"mallory","id":"forged-1"}`},
+		{"coup_voided", `{"by":"mallory","coup":2}`},
+	} {
+		row := audit.Record{Seq: prev.Seq + 1, At: prev.At.Add(time.Second), Kind: f.kind, Shoe: prev.Shoe, Coup: prev.Coup, Body: []byte(f.body), PrevHash: prev.Hash}
+		row.Hash = row.ComputeHash()
+		script += fmt.Sprintf("INSERT INTO events (seq, at, kind, shoe, coup, body, prev_hash, hash) VALUES (%d, '%s', '%s', %d, %d, '%s', '%s', '%s');\n",
+			row.Seq, row.At.UTC().Format(time.RFC3339Nano), row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash, row.Hash)
+		prev = row
+	}
+	return script
+}
+
+// TestFaultTrailLockedLive is the insider's attack on a running table as
+// it is: between two cards the controller holds the trail's write lock
+// (the next commit's transaction, begun and head-checked ahead of it), so
+// the sqlite3 shell's forged void is refused ("database is locked"),
+// nothing of it lands, and the table deals on with a trail that verifies.
+func TestFaultTrailLockedLive(t *testing.T) {
+	sqlite3 := testenv.Command(t, "sqlite3", "sqlite3") // the insider's tool
+	r, stop := newFaultRig(t, shoesim.Options{Seed: 911, Coups: 3}, tableConfig(t, nil), faultRig{tampersWithTrail: true})
+	r.deal(reveal(1))
+	r.deal(coupCard(2, 2))
+	store := r.ctl.rec.Store()
+	head := store.Head()
+	cmd := exec.Command(sqlite3, "-bail", r.trail)
+	cmd.Stdin = strings.NewReader(forgedVoid(lastRow(t, r.trail, head.Seq)))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "database is locked") {
+		t.Fatalf("sqlite3 on the live trail between two cards: %v\n%s\nwant it refused: database is locked", err, out)
+	}
+	if got := lastRow(t, r.trail, head.Seq); got.Hash != head.Hash {
+		t.Fatalf("row %d changed under the refused script", head.Seq)
+	}
+	_, cs := r.deal(coupCard(2, 3))
+	if len(cs) == 0 || cs[0].Records[0].Seq != head.Seq+1 || cs[0].Records[0].PrevHash != head.Hash {
+		t.Fatalf("the card after the refused script: %+v, want it at seq %d after the head", cs, head.Seq+1)
+	}
+	stop()
+	pub, err := audit.LoadPublicKey(r.pubKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Verify(context.Background(), r.trail, audit.VerifyOptions{PublicKeys: []ed25519.PublicKey{pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 {
+		t.Fatalf("verify after the refused attack: %+v", rep.Findings)
+	}
+}
+
+// TestFaultTrailTamperedLive is the same attack made in the moment the
+// write lock is free, after a commit and before the next transaction
+// begins (held open here: Hooks.TrailFreeBetweenCommits). The controller
+// must not take the rows in: its next write finds them, suspends the table
+// with trail_tampered naming them, records and signs nothing more; a
+// restart refuses the trail; verify names the rows, and the forged void
+// does not verify against the keyring.
 func TestFaultTrailTamperedLive(t *testing.T) {
 	sqlite3 := testenv.Command(t, "sqlite3", "sqlite3") // the insider's tool
 	failures := make(chan error, 32)
-	r, stop := newFaultRig(t, shoesim.Options{Seed: 911, Coups: 3}, tableConfig(t, nil), faultRig{tampersWithTrail: true,
+	r, stop := newFaultRig(t, shoesim.Options{Seed: 911, Coups: 3}, tableConfig(t, nil), faultRig{tampersWithTrail: true, trailFreeBetweenCommits: true,
 		onWriteFailure: func(err error, v coup.View) {
 			if v.SuspendReason != "audit trail tampered" {
 				err = fmt.Errorf("view suspended %v (%q): %w", v.Suspended, v.SuspendReason, err)
@@ -46,23 +104,8 @@ func TestFaultTrailTamperedLive(t *testing.T) {
 	r.deal(coupCard(2, 2))
 	store := r.ctl.rec.Store()
 	head := store.Head()
-	last := lastRow(t, r.trail, head.Seq)
-
-	// The forged void, as three rows.
-	prev, script := last, ""
-	for _, f := range []struct{ kind, body string }{
-		{"in.cmd", `{"command":{"action":"void","by":"mallory","id":"forged-1"},"kind":"in.cmd"}`},
-		{"command_accepted", `{"action":"void","by":"mallory","id":"forged-1"}`},
-		{"coup_voided", `{"by":"mallory","coup":2}`},
-	} {
-		row := audit.Record{Seq: prev.Seq + 1, At: prev.At.Add(time.Second), Kind: f.kind, Shoe: prev.Shoe, Coup: prev.Coup, Body: []byte(f.body), PrevHash: prev.Hash}
-		row.Hash = row.ComputeHash()
-		script += fmt.Sprintf("INSERT INTO events (seq, at, kind, shoe, coup, body, prev_hash, hash) VALUES (%d, '%s', '%s', %d, %d, '%s', '%s', '%s');\n",
-			row.Seq, row.At.UTC().Format(time.RFC3339Nano), row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash, row.Hash)
-		prev = row
-	}
 	cmd := exec.Command(sqlite3, "-bail", r.trail)
-	cmd.Stdin = strings.NewReader(script)
+	cmd.Stdin = strings.NewReader(forgedVoid(lastRow(t, r.trail, head.Seq)))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("sqlite3 on the live trail: %v\n%s", err, out)
 	}
