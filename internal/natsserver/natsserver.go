@@ -139,6 +139,16 @@ func (c *Cluster) URLs() string {
 // URL is the node's client URL.
 func (nd *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", nd.ClientPort) }
 
+// Pid is the node's process id, 0 when it is embedded or not running.
+func (nd *Node) Pid() int {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil || nd.cmd.Process == nil {
+		return 0
+	}
+	return nd.cmd.Process.Pid
+}
+
 // MQTTAddr is the node's MQTT listener.
 func (nd *Node) MQTTAddr() string { return fmt.Sprintf("127.0.0.1:%d", nd.MQTTPort) }
 
