@@ -127,6 +127,7 @@ func (f *pinFloor) stored(t *testing.T) (contig, maxSeq int64) {
 // passes what PostgreSQL holds; at the end every row is stored once and
 // acknowledged.
 func TestWitnessPinnedTakeOver(t *testing.T) {
+	testenv.Long(t, "a pinned consumer's take-over (a NATS cluster, PostgreSQL; the pin's 5 s and the ack wait's 10 s)")
 	f := newPinFloor(t, 3000)
 	if v := f.nc.ConnectedServerVersion(); !serverAtLeast(v, 2, 11) {
 		testenv.Missing(t, fmt.Sprintf("nats-server 2.11 or later (this is %s; .ci/test builds go.mod's into %s)", v, natsserver.CachedBinary()))
@@ -200,6 +201,7 @@ func TestWitnessPinnedTakeOver(t *testing.T) {
 // pinned clients (or by an older witness) acknowledges each message, and a
 // witness keeps it so; two witnesses share it and store every row once.
 func TestWitnessExplicitAcks(t *testing.T) {
+	testenv.Long(t, "two witnesses on an explicitly acknowledged consumer (a NATS cluster, PostgreSQL)")
 	f := newPinFloor(t, 3000)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
