@@ -271,12 +271,16 @@ func New(ctx context.Context, cfg Config) (*Witness, error) {
 	return &Witness{cfg: cfg, nc: nc, js: js, stream: s, cons: cons, pinned: pinned, log: log}, nil
 }
 
-// The shared consumer's priority group and how long its pinned witness
-// may go without asking for messages before another witness is pinned.
+// PriorityGroup is the shared consumer's priority group, in which one
+// witness at a time is pinned (nats-server 2.11 or later).
+const PriorityGroup = "witness"
+
+// How long the pinned witness may go without asking for messages before
+// another is pinned, and how long a message given out may go without its
+// acknowledgement before it is given again.
 const (
-	priorityGroup = "witness"
-	pinnedTTL     = 5 * time.Second
-	ackWait       = 10 * time.Second
+	pinnedTTL = 5 * time.Second
+	ackWait   = 10 * time.Second
 )
 
 // ensureConsumer makes the durable consumer every witness shares, or
@@ -302,7 +306,7 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, version string, cfg
 	if pinned {
 		cc.AckPolicy = jetstream.AckAllPolicy
 		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
-		cc.PriorityGroups = []string{priorityGroup}
+		cc.PriorityGroups = []string{PriorityGroup}
 		cc.PinnedTTL = pinnedTTL
 	}
 	c, err := s.CreateOrUpdateConsumer(ctx, cc)
@@ -320,7 +324,7 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, version string, cfg
 
 func isPinned(c jetstream.ConsumerConfig) bool {
 	return c.AckPolicy == jetstream.AckAllPolicy && c.PriorityPolicy == jetstream.PriorityPolicyPinned &&
-		slices.Contains(c.PriorityGroups, priorityGroup)
+		slices.Contains(c.PriorityGroups, PriorityGroup)
 }
 
 // serverAtLeast tells whether a nats-server version ("2.15.2") is at
@@ -392,7 +396,7 @@ func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched) {
 		var fb fetched
 		opts := []jetstream.FetchOpt{jetstream.FetchMaxWait(250 * time.Millisecond)}
 		if w.pinned {
-			opts = append(opts, jetstream.FetchPriorityGroup(priorityGroup))
+			opts = append(opts, jetstream.FetchPriorityGroup(PriorityGroup))
 		}
 		b, err := w.cons.Fetch(w.cfg.Batch, opts...)
 		if err != nil {

@@ -142,7 +142,7 @@ func TestWitnessPinnedTakeOver(t *testing.T) {
 	if !a.pinned {
 		t.Fatal("consumer not pinned on nats-server", f.nc.ConnectedServerVersion())
 	}
-	held, err := a.cons.Fetch(500, jetstream.FetchMaxWait(5*time.Second), jetstream.FetchPriorityGroup(priorityGroup))
+	held, err := a.cons.Fetch(500, jetstream.FetchMaxWait(5*time.Second), jetstream.FetchPriorityGroup(PriorityGroup))
 	if err != nil {
 		t.Fatal(err)
 	}
