@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/controller"
@@ -142,6 +145,7 @@ func TestFloorProof(t *testing.T) {
 		return true
 	})
 	st("dealing")
+	pinToProcess(t, ctx, f)
 
 	// The faults, overlapping as they would on a bad night.
 	f.Cluster.Kill(0)
@@ -335,6 +339,54 @@ func testLog(t *testing.T) *slog.Logger {
 		}
 	})
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// pinToProcess makes witness 1's process, the one the proof kills, the
+// witness the consumer is pinned to (nats-server 2.11 or later: one
+// witness at a time takes messages), so that its death is a take-over:
+// while the tables deal, the in-process witness committing nothing for 2 s
+// means the process holds the pin; else the pin is dropped and taken
+// again by whichever witness asks first.
+func pinToProcess(t *testing.T, ctx context.Context, f *floorsim.Floor) {
+	t.Helper()
+	nc, err := nats.Connect(f.Cluster.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, floor.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Consumer(ctx, floor.DefaultConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CachedInfo().Config.PriorityPolicy != jetstream.PriorityPolicyPinned {
+		t.Logf("the consumer is not pinned (nats-server %s): the witnesses share its messages", nc.ConnectedServerVersion())
+		return
+	}
+	for try := 0; try < 20; try++ {
+		if try > 0 {
+			if err := s.UnpinConsumer(ctx, floor.DefaultConsumer, floor.PriorityGroup); err != nil {
+				t.Fatal(err)
+			}
+			// The batches the in-process witness fetched before are
+			// committed after: not a sign it holds the pin.
+			sleep(ctx, time.Second)
+		}
+		before := f.WitnessStats().Batches
+		sleep(ctx, 2*time.Second)
+		if f.WitnessStats().Batches == before {
+			t.Logf("witness 1's process holds the consumer's pin (%d unpinnings)", try)
+			return
+		}
+	}
+	t.Fatal("witness 1's process never took the consumer's pin in 20 tries")
 }
 
 func sleep(ctx context.Context, d time.Duration) {

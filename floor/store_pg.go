@@ -167,11 +167,21 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = $1 AND seq BETWEEN q.lo AND q.hi OFFSET 0) c`), t, cpLo, cpHi)
 		rd.Queue(s.sql(`SELECT DISTINCT f.seq FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
 			LATERAL (SELECT seq FROM S.forks WHERE table_id = $1 AND seq BETWEEN q.lo AND q.hi OFFSET 0) f`), t, lo, hi)
-		rd.Queue(s.sql(`SELECT p.seq, p.head_hash, p.signed_ns FROM unnest($2::bigint[]) AS t(ns),
-			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns < t.ns ORDER BY signed_ns DESC LIMIT 1) p
+		// The checkpoints signed just before and after each of the batch's:
+		// per run of its signing times (a gap of a minute or more ends a
+		// run), those signed within the run and the nearest on each side.
+		// A superset of each one's two neighbours, which judge orders, read
+		// with one range scan and two probes per run instead of two probes
+		// per checkpoint (most of a catch-up batch's read).
+		nsLo, nsHi := runs(cpNs, int64(time.Minute))
+		rd.Queue(s.sql(`SELECT c.seq, c.head_hash, c.signed_ns FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
+			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns BETWEEN q.lo AND q.hi OFFSET 0) c
 			UNION
-			SELECT n.seq, n.head_hash, n.signed_ns FROM unnest($2::bigint[]) AS t(ns),
-			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns > t.ns ORDER BY signed_ns LIMIT 1) n`), t, cpNs)
+			SELECT p.seq, p.head_hash, p.signed_ns FROM unnest($2::bigint[]) AS q(lo),
+			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns < q.lo ORDER BY signed_ns DESC LIMIT 1) p
+			UNION
+			SELECT n.seq, n.head_hash, n.signed_ns FROM unnest($3::bigint[]) AS q(hi),
+			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns > q.hi ORDER BY signed_ns LIMIT 1) n`), t, nsLo, nsHi)
 	}
 	reads := make([]tableRead, len(tables))
 	br := tx.SendBatch(ctx, rd)
@@ -357,11 +367,15 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 
 // seqRuns is seqs (any order, repeats allowed) as the runs of consecutive
 // seqs they cover: lo[k]..hi[k].
-func seqRuns(seqs []int64) (lo, hi []int64) {
-	s := slices.Clone(seqs)
+func seqRuns(seqs []int64) (lo, hi []int64) { return runs(seqs, 1) }
+
+// runs is vals as runs lo..hi in which each value is at most gap above the
+// one before.
+func runs(vals []int64, gap int64) (lo, hi []int64) {
+	s := slices.Clone(vals)
 	slices.Sort(s)
 	for _, q := range slices.Compact(s) {
-		if n := len(hi); n > 0 && hi[n-1]+1 >= q {
+		if n := len(hi); n > 0 && hi[n-1]+gap >= q {
 			hi[n-1] = q
 			continue
 		}

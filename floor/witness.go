@@ -1,6 +1,7 @@
 package floor
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -8,7 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,14 +121,21 @@ func (c *Config) defaults() {
 
 // Witness is one running witness.
 type Witness struct {
-	cfg  Config
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	cons jetstream.Consumer
-	log  *slog.Logger
+	cfg    Config
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cons   jetstream.Consumer
+	// pinned: the consumer is pinned to one witness at a time and
+	// acknowledged cumulatively (ensureConsumer).
+	pinned bool
+	log    *slog.Logger
 
 	mu    sync.Mutex
 	stats Stats
+	// acked is the stream sequence up to which every message is known
+	// acknowledged or committed by this witness (pinned consumers only).
+	acked uint64
 	// caughtUp is when this witness last found nothing waiting in the
 	// stream: only then is a table's silence the table's, not the
 	// floor's backlog.
@@ -250,13 +260,86 @@ func New(ctx context.Context, cfg Config) (*Witness, error) {
 		nc.Close()
 		return nil, fmt.Errorf("witness: %w", err)
 	}
-	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: cfg.Consumer, AckPolicy: jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: 10 * time.Second, MaxAckPending: 4 * cfg.Batch * 4, MaxRequestBatch: cfg.Batch})
+	cons, pinned, err := ensureConsumer(ctx, s, nc.ConnectedServerVersion(), cfg)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("witness: consumer %s: %w", cfg.Consumer, err)
+		return nil, fmt.Errorf("witness: %w", err)
 	}
-	return &Witness{cfg: cfg, nc: nc, js: js, cons: cons, log: log}, nil
+	if !pinned {
+		log.Info("the consumer acknowledges each message (nats-server before 2.11, or a consumer made so)", "consumer", cfg.Consumer)
+	}
+	return &Witness{cfg: cfg, nc: nc, js: js, stream: s, cons: cons, pinned: pinned, log: log}, nil
+}
+
+// PriorityGroup is the shared consumer's priority group, in which one
+// witness at a time is pinned (nats-server 2.11 or later).
+const PriorityGroup = "witness"
+
+// How long the pinned witness may go without asking for messages before
+// another is pinned, and how long a message given out may go without its
+// acknowledgement before it is given again.
+const (
+	pinnedTTL = 5 * time.Second
+	ackWait   = 10 * time.Second
+)
+
+// ensureConsumer makes the durable consumer every witness shares, or
+// updates it in the way it was made. On nats-server 2.11 or later it is
+// pinned (one witness at a time takes messages, another takes over when
+// it stops asking) and acknowledged cumulatively: one acknowledgement per
+// batch instead of one per message, each of which the three nodes
+// replicate. Before 2.11 (Debian's 2.9) every message is acknowledged.
+// An existing consumer keeps its kind: JetStream cannot change a
+// consumer's acknowledgement policy.
+func ensureConsumer(ctx context.Context, s jetstream.Stream, version string, cfg Config) (jetstream.Consumer, bool, error) {
+	cc := jetstream.ConsumerConfig{Durable: cfg.Consumer, AckPolicy: jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: ackWait, MaxAckPending: 4 * cfg.Batch * 4, MaxRequestBatch: cfg.Batch}
+	pinned := serverAtLeast(version, 2, 11)
+	if c, err := s.Consumer(ctx, cfg.Consumer); err == nil {
+		pinned = isPinned(c.CachedInfo().Config)
+		if !pinned && c.CachedInfo().Config.AckPolicy != jetstream.AckExplicitPolicy {
+			return nil, false, fmt.Errorf("consumer %s acknowledges %s without a pinned client: not a witness's consumer", cfg.Consumer, c.CachedInfo().Config.AckPolicy)
+		}
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, false, fmt.Errorf("consumer %s: %w", cfg.Consumer, err)
+	}
+	if pinned {
+		cc.AckPolicy = jetstream.AckAllPolicy
+		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
+		cc.PriorityGroups = []string{PriorityGroup}
+		cc.PinnedTTL = pinnedTTL
+	}
+	c, err := s.CreateOrUpdateConsumer(ctx, cc)
+	if err != nil {
+		return nil, false, fmt.Errorf("consumer %s: %w", cfg.Consumer, err)
+	}
+	if pinned && !isPinned(c.CachedInfo().Config) {
+		// A server that does not know priority groups ignores them: a
+		// cumulative acknowledgement shared by two witnesses would then
+		// acknowledge each other's messages before their commits.
+		return nil, false, fmt.Errorf("consumer %s: the floor broker (%s) did not make it pinned; delete it and use nats-server 2.11 or later", cfg.Consumer, version)
+	}
+	return c, pinned, nil
+}
+
+func isPinned(c jetstream.ConsumerConfig) bool {
+	return c.AckPolicy == jetstream.AckAllPolicy && c.PriorityPolicy == jetstream.PriorityPolicyPinned &&
+		slices.Contains(c.PriorityGroups, PriorityGroup)
+}
+
+// serverAtLeast tells whether a nats-server version ("2.15.2") is at
+// least major.minor.
+func serverAtLeast(version string, major, minor int) bool {
+	f := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
+	if len(f) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(f[0])
+	mi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // Close disconnects from the floor broker.
@@ -311,7 +394,11 @@ type fetched struct {
 func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched) {
 	for ctx.Err() == nil {
 		var fb fetched
-		b, err := w.cons.Fetch(w.cfg.Batch, jetstream.FetchMaxWait(250*time.Millisecond))
+		opts := []jetstream.FetchOpt{jetstream.FetchMaxWait(250 * time.Millisecond)}
+		if w.pinned {
+			opts = append(opts, jetstream.FetchPriorityGroup(PriorityGroup))
+		}
+		b, err := w.cons.Fetch(w.cfg.Batch, opts...)
 		if err != nil {
 			// Not deliverable now (a node down, the consumer moving): again.
 			fb.err = fmt.Errorf("fetch: %w", err)
@@ -320,7 +407,9 @@ func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched) {
 			for m := range b.Messages() {
 				msgs = append(msgs, m)
 			}
-			if err := b.Error(); len(msgs) == 0 && err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+			// A pin that moved to another witness (this one was slow to ask)
+			// is not an error: the next fetch asks unpinned.
+			if err := b.Error(); len(msgs) == 0 && err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrPinIDMismatch) {
 				fb.err = fmt.Errorf("fetch: %w", err)
 			}
 			fb.prepared = w.prepare(msgs)
@@ -343,7 +432,14 @@ func (w *Witness) once(ctx context.Context, fb fetched) error {
 		return fb.err
 	}
 	if len(msgs) == 0 {
-		w.setCaughtUp()
+		// A pinned consumer gives a witness standing by nothing while the
+		// pinned one works through a backlog: caught up only when the
+		// stream has nothing left to deliver.
+		if !w.pinned {
+			w.setCaughtUp()
+		} else if info, err := w.cons.Info(ctx); err == nil && info.NumPending == 0 {
+			w.setCaughtUp()
+		}
 		return nil
 	}
 	if err := w.commit(ctx, fb.prepared); err != nil {
@@ -363,7 +459,9 @@ func (w *Witness) Apply(ctx context.Context, msgs []jetstream.Msg) error {
 
 // prepared is a batch read and its signatures checked, ready to commit.
 type prepared struct {
-	msgs      []jetstream.Msg
+	msgs []jetstream.Msg
+	// seqs are the messages' stream sequences (0: not known).
+	seqs      []uint64
 	items     []item
 	rows, cps int64
 }
@@ -371,11 +469,12 @@ type prepared struct {
 // prepare reads a batch and checks its checkpoints' signatures: the work
 // that needs no database, done while the batch before commits.
 func (w *Witness) prepare(msgs []jetstream.Msg) prepared {
-	p := prepared{msgs: msgs, items: make([]item, 0, len(msgs))}
-	for _, m := range msgs {
+	p := prepared{msgs: msgs, items: make([]item, 0, len(msgs)), seqs: make([]uint64, len(msgs))}
+	for i, m := range msgs {
 		it := w.read(m.Subject(), m.Data())
 		if md, err := m.Metadata(); err == nil {
 			it.at = md.Timestamp.UTC()
+			p.seqs[i] = md.Sequence.Stream
 		}
 		if it.row != nil {
 			p.rows++
@@ -401,8 +500,12 @@ func (w *Witness) commit(ctx context.Context, p prepared) error {
 		}
 		return err
 	}
-	for _, m := range p.msgs {
-		m.Ack()
+	if w.pinned {
+		w.ackCommitted(ctx, p)
+	} else {
+		for _, m := range p.msgs {
+			m.Ack()
+		}
 	}
 	w.publish(alerts)
 	w.mu.Lock()
@@ -412,6 +515,87 @@ func (w *Witness) commit(ctx context.Context, p prepared) error {
 	w.stats.Batches++
 	w.mu.Unlock()
 	return nil
+}
+
+// ackCommitted acknowledges a committed batch of a pinned consumer with
+// one cumulative acknowledgement: of the highest message such that every
+// message of the stream up to it is either acknowledged already (which,
+// every witness acknowledging so, means committed) or in this batch. A
+// message above a gap (another witness's messages, not yet committed or
+// lost with it; one of this batch's that came again) is left
+// unacknowledged: JetStream delivers it again after the ack wait, and it
+// is stored once. So no message is acknowledged before it is committed,
+// whichever witness holds the pin.
+func (w *Witness) ackCommitted(ctx context.Context, p prepared) {
+	order := make([]int, len(p.msgs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(p.seqs[a], p.seqs[b]) })
+	w.mu.Lock()
+	floor := w.acked
+	w.mu.Unlock()
+	last, upTo := ackRun(p.seqs, order, floor)
+	if last < 0 {
+		// What this witness knows is behind: another witness acknowledged
+		// past it, or it has just started. Ask the broker.
+		if f, err := w.ackFloor(ctx); err != nil {
+			w.log.Warn("acknowledgement floor not read; the batch comes again after the ack wait", "err", err)
+		} else if f > floor {
+			floor = f
+			last, upTo = ackRun(p.seqs, order, floor)
+		}
+	}
+	if last < 0 {
+		upTo = floor
+	} else if err := p.msgs[last].Ack(); err != nil {
+		w.log.Warn("batch not acknowledged; it comes again after the ack wait", "err", err)
+		return
+	}
+	w.mu.Lock()
+	w.acked = max(w.acked, upTo)
+	w.mu.Unlock()
+}
+
+// ackRun returns the index of the message that ends the run of stream
+// sequences floor+1, floor+2, ... in seqs (taken in order), and that
+// sequence; -1 when the batch does not continue floor.
+func ackRun(seqs []uint64, order []int, floor uint64) (int, uint64) {
+	last := -1
+	for _, i := range order {
+		s := seqs[i]
+		switch {
+		case s == 0:
+			return last, floor
+		case s <= floor:
+			// Acknowledged already: this is a redelivery.
+		case s == floor+1:
+			floor, last = s, i
+		default:
+			return last, floor
+		}
+	}
+	return last, floor
+}
+
+// ackFloor is the stream sequence up to which every message is
+// acknowledged or gone from the stream (past its max age).
+func (w *Witness) ackFloor(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ci, err := w.cons.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	si, err := w.stream.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	f := ci.AckFloor.Stream
+	if si.State.FirstSeq > 0 {
+		f = max(f, si.State.FirstSeq-1)
+	}
+	return f, nil
 }
 
 // verifyAll checks every checkpoint's signature, on every core.

@@ -2,8 +2,9 @@
 // MQTT listener on in each node: the floor broker of the floor's tests,
 // the bench and the laptop demo. Nodes are killed and started again to
 // play a node's failure. Start runs each node as a nats-server child
-// process (Debian's nats-server, 2.9 or later, or one named by
-// TABLECTL_NATS_SERVER): what a floor runs, killed as a crash would.
+// process (one named by TABLECTL_NATS_SERVER, the build of go.mod's
+// version that .ci/test caches, or Debian's, 2.9 or later): what a floor
+// runs, killed as a crash would.
 // StartEmbedded runs them in this process (github.com/nats-io/nats-server
 // as a library, the same configuration): the laptop demo, nothing to
 // install.
@@ -30,10 +31,28 @@ import (
 // BinaryEnv names a nats-server binary to use instead of the one on PATH.
 const BinaryEnv = "TABLECTL_NATS_SERVER"
 
-// Binary is the nats-server to run.
+// CacheDir keeps a nats-server built from go.mod's version
+// (.ci/test builds it there when missing): 2.11 or later, which the
+// witnesses' pinned consumer needs and Debian's 2.9 is not.
+const CacheDir = "/var/cache/tablectl"
+
+// ModuleVersion is the version of github.com/nats-io/nats-server/v2 this
+// program is built with, go.mod's ("v2.15.2").
+func ModuleVersion() string { return "v" + server.VERSION }
+
+// CachedBinary is where CacheDir keeps the nats-server of ModuleVersion.
+func CachedBinary() string {
+	return filepath.Join(CacheDir, "nats-server-"+ModuleVersion())
+}
+
+// Binary is the nats-server to run: the one BinaryEnv names, else the
+// build of go.mod's version in CacheDir, else one on PATH (Debian's).
 func Binary() (string, error) {
 	if p := os.Getenv(BinaryEnv); p != "" {
 		return p, nil
+	}
+	if fi, err := os.Stat(CachedBinary()); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return CachedBinary(), nil
 	}
 	for _, p := range []string{"nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"} {
 		if q, err := exec.LookPath(p); err == nil {
@@ -138,6 +157,16 @@ func (c *Cluster) URLs() string {
 
 // URL is the node's client URL.
 func (nd *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", nd.ClientPort) }
+
+// Pid is the node's process id, 0 when it is embedded or not running.
+func (nd *Node) Pid() int {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil || nd.cmd.Process == nil {
+		return 0
+	}
+	return nd.cmd.Process.Pid
+}
 
 // MQTTAddr is the node's MQTT listener.
 func (nd *Node) MQTTAddr() string { return fmt.Sprintf("127.0.0.1:%d", nd.MQTTPort) }

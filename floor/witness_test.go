@@ -1,0 +1,249 @@
+package floor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablectl/tablectl/internal/floortest"
+	"github.com/tablectl/tablectl/internal/natsserver"
+	"github.com/tablectl/tablectl/internal/testenv"
+)
+
+func TestAckRun(t *testing.T) {
+	for _, tc := range []struct {
+		seqs  []uint64
+		floor uint64
+		last  int
+		upTo  uint64
+	}{
+		{[]uint64{1, 2, 3}, 0, 2, 3},
+		{[]uint64{3, 1, 2}, 0, 0, 3},  // taken in order of sequence
+		{[]uint64{4, 5, 6}, 0, -1, 0}, // above a gap: another witness's 1..3
+		{[]uint64{1, 2, 4, 5}, 0, 1, 2},
+		{[]uint64{2, 3, 4}, 3, 2, 4},  // 2 and 3 acknowledged already (a redelivery)
+		{[]uint64{1, 0, 2}, 0, -1, 0}, // a sequence not known (first in order) acknowledges nothing
+		{[]uint64{7, 7, 8}, 6, 2, 8},  // the same message twice
+		{[]uint64{}, 5, -1, 5},
+	} {
+		order := make([]int, len(tc.seqs))
+		for i := range order {
+			order[i] = i
+		}
+		// As ackCommitted orders them.
+		for i := 1; i < len(order); i++ {
+			for j := i; j > 0 && tc.seqs[order[j]] < tc.seqs[order[j-1]]; j-- {
+				order[j], order[j-1] = order[j-1], order[j]
+			}
+		}
+		last, upTo := ackRun(tc.seqs, order, tc.floor)
+		if last != tc.last || upTo != tc.upTo {
+			t.Errorf("ackRun(%v, floor %d) = %d, %d; want %d, %d", tc.seqs, tc.floor, last, upTo, tc.last, tc.upTo)
+		}
+	}
+}
+
+func TestServerAtLeast(t *testing.T) {
+	for v, want := range map[string]bool{"2.9.10": false, "2.10.22": false, "2.11.0": true, "2.15.2": true, "v2.12.1": true,
+		"3.0.0": true, "2.11.0-beta.1": true, "": false, "x.y": false} {
+		if got := serverAtLeast(v, 2, 11); got != want {
+			t.Errorf("serverAtLeast(%q, 2, 11) = %v", v, got)
+		}
+	}
+}
+
+// pinFloor is a stream of one table's rows (a row's stream sequence is
+// its seq) and a database, for the consumer's tests.
+type pinFloor struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	store  *PGStore
+	stream string
+	subj   Subjects
+	reg    *Registry
+	rows   int
+}
+
+func newPinFloor(t *testing.T, rows int) *pinFloor {
+	cluster := floortest.Cluster(t, 3)
+	ctx := context.Background()
+	pool, schema := floortest.Postgres(t)
+	store, err := OpenStore(ctx, pool, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(cluster.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	f := &pinFloor{nc: nc, js: js, store: store, stream: "PIN_" + strings.ToUpper(schema), subj: Subjects{Root: "pin" + strings.ToLower(schema[2:8])},
+		reg: &Registry{Heartbeat: time.Hour, Tables: map[string]TableEntry{}}, rows: rows}
+	if _, err := EnsureStream(ctx, js, f.stream, f.subj, 3, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { js.DeleteStream(context.Background(), f.stream) })
+	c := newChain(t, "PIN-1", rows)
+	c.registry(f.reg)
+	for _, r := range c.rows {
+		if _, err := js.PublishAsync(f.subj.root()+".PIN-1.pit.events", rowPayload(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		t.Fatal("rows not in the stream after 30s")
+	}
+	return f
+}
+
+func (f *pinFloor) config(name string) Config {
+	return Config{Name: name, NATS: f.nc.ConnectedUrl(), Stream: f.stream, Consumer: "witness", Replicas: 3, Subjects: f.subj,
+		Store: f.store, Registry: f.reg, Logger: quietLog(), Batch: 500}
+}
+
+// stored is the table's witnessed rows 1..contig and its highest seq.
+func (f *pinFloor) stored(t *testing.T) (contig, maxSeq int64) {
+	t.Helper()
+	err := f.store.pool.QueryRow(context.Background(), f.store.sql(`SELECT coalesce(max(contig),0), coalesce(max(max_seq),0) FROM S.tables`)).Scan(&contig, &maxSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return contig, maxSeq
+}
+
+// TestWitnessPinnedTakeOver: witness a takes a batch and dies with it
+// uncommitted; witness b takes over the pinned consumer, stores the rows
+// above a's batch and must not acknowledge them (one cumulative
+// acknowledgement would cover a's too) until a's rows come again to b and
+// are stored. Throughout, the consumer's acknowledgement floor never
+// passes what PostgreSQL holds; at the end every row is stored once and
+// acknowledged.
+func TestWitnessPinnedTakeOver(t *testing.T) {
+	testenv.Long(t, "a pinned consumer's take-over (a NATS cluster, PostgreSQL; the pin's 5 s and the ack wait's 10 s)")
+	f := newPinFloor(t, 3000)
+	if v := f.nc.ConnectedServerVersion(); !serverAtLeast(v, 2, 11) {
+		testenv.Missing(t, fmt.Sprintf("nats-server 2.11 or later (this is %s; .ci/test builds go.mod's into %s)", v, natsserver.CachedBinary()))
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := New(ctx, f.config("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.pinned {
+		t.Fatal("consumer not pinned on nats-server", f.nc.ConnectedServerVersion())
+	}
+	held, err := a.cons.Fetch(500, jetstream.FetchMaxWait(5*time.Second), jetstream.FetchPriorityGroup(PriorityGroup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range held.Messages() {
+		if md, _ := m.Metadata(); md.Sequence.Stream != uint64(n+1) {
+			t.Fatalf("a's message %d is stream seq %d", n, md.Sequence.Stream)
+		}
+		n++
+	}
+	if n != 500 {
+		t.Fatalf("a took %d messages, want 500 (%v)", n, held.Error())
+	}
+	a.Close() // dies with rows 1..500 unacknowledged and not stored
+
+	b, err := New(ctx, f.config("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	go b.Run(ctx)
+	above := false // b stored rows above a's batch while a's were missing
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ci, err := b.cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contig, maxSeq := f.stored(t)
+		if int64(ci.AckFloor.Stream) > contig {
+			t.Fatalf("the consumer acknowledged up to stream seq %d, PostgreSQL holds rows 1..%d (highest %d)", ci.AckFloor.Stream, contig, maxSeq)
+		}
+		if contig == 0 && maxSeq > 500 {
+			above = true
+		}
+		if contig == int64(f.rows) && ci.AckFloor.Stream == uint64(f.rows) && ci.NumAckPending == 0 && ci.NumPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 90s: rows 1..%d stored (highest %d), acknowledged to %d, %d pending acknowledgement", contig, maxSeq, ci.AckFloor.Stream, ci.NumAckPending)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !above {
+		t.Error("b never stored rows above a's held batch before a's came again: the take-over was not tested")
+	}
+	var count, alerts int64
+	f.store.pool.QueryRow(ctx, f.store.sql(`SELECT count(*) FROM S.rows`)).Scan(&count)
+	f.store.pool.QueryRow(ctx, f.store.sql(`SELECT count(*) FROM S.alerts WHERE tamper`)).Scan(&alerts)
+	if count != int64(f.rows) || alerts != 0 {
+		t.Fatalf("%d rows stored of %d, %d tamper alerts", count, f.rows, alerts)
+	}
+}
+
+// TestWitnessExplicitAcks: a consumer made before the floor broker knew
+// pinned clients (or by an older witness) acknowledges each message, and a
+// witness keeps it so; two witnesses share it and store every row once.
+func TestWitnessExplicitAcks(t *testing.T) {
+	testenv.Long(t, "two witnesses on an explicitly acknowledged consumer (a NATS cluster, PostgreSQL)")
+	f := newPinFloor(t, 3000)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := f.js.Stream(ctx, f.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a witness on nats-server 2.9 makes it.
+	if _, pinned, err := ensureConsumer(ctx, s, "2.9.10", f.config("old")); err != nil || pinned {
+		t.Fatalf("consumer for 2.9.10: pinned %v, %v", pinned, err)
+	}
+	for _, name := range []string{"a", "b"} {
+		w, err := New(ctx, f.config(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if w.pinned {
+			t.Fatal("an explicitly acknowledged consumer was taken as pinned")
+		}
+		go w.Run(ctx)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		contig, maxSeq := f.stored(t)
+		ci, err := s.Consumer(ctx, "witness")
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := ci.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
+			t.Fatalf("consumer's ack policy became %s", info.Config.AckPolicy)
+		}
+		if contig == int64(f.rows) && info.AckFloor.Stream == uint64(f.rows) && info.NumAckPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s: rows 1..%d stored (highest %d), acknowledged to %d", contig, maxSeq, info.AckFloor.Stream)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
