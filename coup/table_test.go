@@ -549,7 +549,9 @@ func TestBettingTimerAndGameServer(t *testing.T) {
 	h.expect(h.cmd(Command{Action: ActionBetsClosed, Coup: 2, By: "game-server"}), "command_accepted betting_closed")
 }
 
-func TestVoidCompletedCoup(t *testing.T) {
+// twoCoupsDealt is a table, its cards revealed at once, that has dealt
+// and ended coups 1 and 2.
+func twoCoupsDealt(t *testing.T) *harness {
 	h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate })
 	h.open()
 	h.cards("9S,7H,KD,KC")
@@ -557,6 +559,11 @@ func TestVoidCompletedCoup(t *testing.T) {
 	h.btn(ButtonNoMoreBets)
 	h.cards("2S,AH,2D,2C,8H")
 	h.tick(3 * time.Second)
+	return h
+}
+
+func TestVoidCompletedCoup(t *testing.T) {
+	h := twoCoupsDealt(t)
 	h.expect(h.cmd(Command{Action: ActionVoid, Coup: 1, Reason: "wrong shoe"}), "command_accepted coup_voided")
 	coups := h.tab.ShoeCoups()
 	if !coups[0].Voided || coups[1].Voided {
@@ -714,13 +721,7 @@ func TestCloneIsIndependent(t *testing.T) {
 // clone: the clone shares the records' cards and actions (see Clone), so
 // each must still see only its own void.
 func TestCloneVoidsApart(t *testing.T) {
-	h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate })
-	h.open()
-	h.cards("9S,7H,KD,KC")
-	h.tick(3 * time.Second)
-	h.btn(ButtonNoMoreBets)
-	h.cards("2S,AH,2D,2C,8H")
-	h.tick(3 * time.Second)
+	h := twoCoupsDealt(t)
 	c := h.tab.Clone()
 	c.Apply(Input{Kind: InCmd, At: h.now, Command: &Command{ID: "a", Action: ActionVoid, Coup: 1, By: "alice", Reason: "clone"}})
 	h.expect(h.cmd(Command{Action: ActionVoid, Coup: 1, Reason: "original"}), "command_accepted coup_voided")

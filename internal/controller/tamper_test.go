@@ -67,16 +67,8 @@ func TestFaultTrailLockedLive(t *testing.T) {
 		t.Fatalf("the card after the refused script: %+v, want it at seq %d after the head", cs, head.Seq+1)
 	}
 	stop()
-	pub, err := audit.LoadPublicKey(r.pubKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := audit.Verify(context.Background(), r.trail, audit.VerifyOptions{PublicKeys: []ed25519.PublicKey{pub}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Findings) != 0 {
-		t.Fatalf("verify after the refused attack: %+v", rep.Findings)
+	if f := verifyFindings(t, r); len(f) != 0 {
+		t.Fatalf("verify after the refused attack: %+v", f)
 	}
 }
 
@@ -135,16 +127,8 @@ func TestFaultTrailTamperedLive(t *testing.T) {
 	stop()
 
 	// Nothing was signed over the forged rows, so verify names them.
-	pub, err := audit.LoadPublicKey(r.pubKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := audit.Verify(context.Background(), r.trail, audit.VerifyOptions{PublicKeys: []ed25519.PublicKey{pub}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Findings) != 1 || rep.Findings[0].Kind != audit.FindingUnsignedRows || rep.Findings[0].Seq != head.Seq+1 {
-		t.Fatalf("verify after tampering: %+v", rep.Findings)
+	if f := verifyFindings(t, r); len(f) != 1 || f[0].Kind != audit.FindingUnsignedRows || f[0].Seq != head.Seq+1 {
+		t.Fatalf("verify after tampering: %+v", f)
 	}
 	// A restart refuses the trail.
 	key, err := audit.LoadPrivateKey(r.privKey)
@@ -171,6 +155,20 @@ func TestFaultTrailTamperedLive(t *testing.T) {
 	if err != nil || len(forged) != 1 || forged[0].Seq != head.Seq+1 {
 		t.Fatalf("re-verifying the forged void: %+v %v", forged, err)
 	}
+}
+
+// verifyFindings verifies the rig's trail with its public key.
+func verifyFindings(t *testing.T, r *rig) []audit.Finding {
+	t.Helper()
+	pub, err := audit.LoadPublicKey(r.pubKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Verify(context.Background(), r.trail, audit.VerifyOptions{PublicKeys: []ed25519.PublicKey{pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep.Findings
 }
 
 // lastRow reads row seq of the trail.
