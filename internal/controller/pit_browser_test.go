@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,14 +154,22 @@ func TestPitConsoleBrowser(t *testing.T) {
 	susp := consoleSend(t, pit, coup.ActionSuspend, map[string]string{"reason": "pit console: dispute at seat 2"}, "accepted")
 	pub.WaitFor("the public SUSPENDED banner", browsertest.Visible("banner-suspended"), `document.getElementById('table-state').textContent`)
 
-	// Void coup 2, a finished coup of this shoe.
-	pub.WaitFor("coup 2 on the bead plate", `document.querySelector('#road-bead .cell[data-coup="2"]') !== null`, ``)
-	void := consoleSend(t, pit, coup.ActionVoid, map[string]string{"coup": "2", "reason": "pit console: card exposed"}, "accepted")
+	// Void the newest finished coup of this shoe, as the recall shows it
+	// now the table is suspended (on a slow machine more than two coups
+	// may have been dealt by now, and the recall shows only the last 10).
+	var last int
+	pit.Eval(`Number(document.querySelector('#recall-table tbody tr').dataset.coup)`, &last)
+	if last < 2 {
+		t.Fatalf("the recall's newest coup is %d", last)
+	}
+	n := strconv.Itoa(last)
+	pub.WaitFor("coup "+n+" on the bead plate", `document.querySelector('#road-bead .cell[data-coup="`+n+`"]') !== null`, ``)
+	void := consoleSend(t, pit, coup.ActionVoid, map[string]string{"coup": n, "reason": "pit console: card exposed"}, "accepted")
 	if !strings.Contains(void.Text, "by demo") || !strings.Contains(void.Text, "recorded at seq") {
 		t.Errorf("the console's void entry: %q", void.Text)
 	}
-	pit.WaitFor("coup 2 voided in the recall", `document.querySelector('#recall-table tr.voided[data-coup="2"]') !== null`, `document.getElementById('recall-table').innerText`)
-	pub.WaitFor("coup 2 gone from the public bead plate", `document.querySelector('#road-bead .cell[data-coup="2"]') === null`, ``)
+	pit.WaitFor("coup "+n+" voided in the recall", `document.querySelector('#recall-table tr.voided[data-coup="`+n+`"]') !== null`, `document.getElementById('recall-table').innerText`)
+	pub.WaitFor("coup "+n+" gone from the public bead plate", `document.querySelector('#road-bead .cell[data-coup="`+n+`"]') === null`, ``)
 	// A void the table cannot do: refused, with the table's reason shown.
 	bad := consoleSend(t, pit, coup.ActionVoid, map[string]string{"coup": "99", "reason": "no such coup"}, "refused")
 	if !strings.Contains(bad.Text, signedcmd.CodeTable) {
