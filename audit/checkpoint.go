@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/edverify"
 )
 
 // CheckpointFormat names the signed message and the checkpoint file format.
@@ -108,7 +110,35 @@ func (c Checkpoint) VerifySignature(pub ed25519.PublicKey) error {
 	if id := KeyID(pub); id != c.KeyID {
 		return fmt.Errorf("checkpoint seq %d: signed by key %s, not %s", c.Seq, c.KeyID, id)
 	}
-	if !ed25519.Verify(pub, c.Message(), c.Signature) {
+	if !edverify.Verify(pub, c.Message(), c.Signature) {
+		return fmt.Errorf("checkpoint seq %d: signature does not verify with key %s", c.Seq, c.KeyID)
+	}
+	return nil
+}
+
+// CheckpointKey is a public key made ready to check many checkpoints
+// (every signature of a trail, a table's at the floor's witness): its
+// point is decoded once, and its id computed once. The rules are
+// crypto/ed25519's (internal/edverify).
+type CheckpointKey struct {
+	id string
+	k  *edverify.Key
+}
+
+// NewCheckpointKey prepares pub.
+func NewCheckpointKey(pub ed25519.PublicKey) *CheckpointKey {
+	return &CheckpointKey{id: KeyID(pub), k: edverify.NewKey(pub)}
+}
+
+// ID is the key's id, as checkpoints name it.
+func (k *CheckpointKey) ID() string { return k.id }
+
+// VerifyWith is VerifySignature with a prepared key.
+func (c Checkpoint) VerifyWith(k *CheckpointKey) error {
+	if k.id != c.KeyID {
+		return fmt.Errorf("checkpoint seq %d: signed by key %s, not %s", c.Seq, c.KeyID, k.id)
+	}
+	if !k.k.Verify(c.Message(), c.Signature) {
 		return fmt.Errorf("checkpoint seq %d: signature does not verify with key %s", c.Seq, c.KeyID)
 	}
 	return nil

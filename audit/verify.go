@@ -496,7 +496,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 // signaturePlan is which checkpoint signatures Verify checks, and what
 // they gave.
 type signaturePlan struct {
-	keys         map[string]ed25519.PublicKey // nil when none matched
+	keys         map[string]*CheckpointKey // by id; nil when none matched
 	unverifiable string
 	toCheck      []Checkpoint
 	errs         []error // per toCheck
@@ -506,7 +506,7 @@ type signaturePlan struct {
 }
 
 func (p *signaturePlan) check(i int) {
-	p.errs[i] = p.toCheck[i].VerifySignature(p.keys[p.toCheck[i].KeyID])
+	p.errs[i] = p.toCheck[i].VerifyWith(p.keys[p.toCheck[i].KeyID])
 }
 
 // sigOf is the index in toCheck of stored head i or external checkpoint
@@ -527,9 +527,10 @@ func (p *signaturePlan) sigOf(i, e int) int {
 // authenticates every row before it, every external one's, and those at
 // opt.Anchors (segment seals).
 func planSignatures(stored *storedCheckpoints, opt VerifyOptions, table string) signaturePlan {
-	p := signaturePlan{keys: make(map[string]ed25519.PublicKey, len(opt.PublicKeys))}
+	p := signaturePlan{keys: make(map[string]*CheckpointKey, len(opt.PublicKeys))}
 	for _, k := range opt.PublicKeys {
-		p.keys[KeyID(k)] = k
+		ck := NewCheckpointKey(k)
+		p.keys[ck.ID()] = ck
 	}
 	if len(p.keys) > 0 {
 		// A key that signed none of the checkpoints is the wrong key file,

@@ -1,0 +1,61 @@
+// Package edverify checks Ed25519 signatures with exactly the rules of
+// crypto/ed25519 (cofactorless, S below the group order, A and R as
+// crypto/ed25519 decodes them), in less time: curve25519-voi's verifier,
+// held to its crypto/ed25519 preset, for a single check, and for a key
+// that checks many (a table's checkpoint key at the witness) the key's
+// point decoded once with its multiples precomputed.
+//
+// Why it exists: the floor's witness checks the signature of every
+// checkpoint it takes in, and on a 2-core box that was half its CPU
+// (docs/benchmarks.md, issue 17). The rules are the same: a signature
+// one accepts and the other refuses would make the witness and
+// `audit verify` disagree, so the tests compare the two on the
+// well-known edge cases and a fuzz target on whatever it finds.
+package edverify
+
+import (
+	"crypto/ed25519"
+
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
+)
+
+// stdlib is voi's preset "compatible with that provided by the Go
+// crypto/ed25519 package".
+var stdlib = &voi.Options{Verify: voi.VerifyOptionsStdLib}
+
+// Verify reports whether sig is pub's signature of msg, as
+// ed25519.Verify does. Unlike it, a public key of the wrong length is
+// false, not a panic.
+func Verify(pub ed25519.PublicKey, msg, sig []byte) bool {
+	if len(pub) != ed25519.PublicKeySize {
+		return false
+	}
+	return voi.VerifyWithOptions(voi.PublicKey(pub), msg, sig, stdlib)
+}
+
+// Key is a public key made ready to check many signatures.
+type Key struct {
+	pub ed25519.PublicKey
+	x   *voi.ExpandedPublicKey // nil: pub is not a point; nothing verifies
+}
+
+// NewKey prepares pub (about 1.5 KiB; worth it from the second check on).
+func NewKey(pub ed25519.PublicKey) *Key {
+	k := &Key{pub: pub}
+	if len(pub) == ed25519.PublicKeySize {
+		k.x, _ = voi.NewExpandedPublicKey(voi.PublicKey(pub)) // an error: no point, as crypto/ed25519 would refuse it
+	}
+	return k
+}
+
+// Public is the key as given.
+func (k *Key) Public() ed25519.PublicKey { return k.pub }
+
+// Verify reports whether sig is the key's signature of msg, as
+// ed25519.Verify does.
+func (k *Key) Verify(msg, sig []byte) bool {
+	if k.x == nil {
+		return false
+	}
+	return voi.VerifyExpandedWithOptions(k.x, msg, sig, stdlib)
+}
