@@ -112,24 +112,36 @@ func (h *hotStmts) readHead() (Head, error) {
 // file's head is not s.head; every other failure is a *WriteError, as on
 // the long way. The caller holds s.mu.
 func (s *Store) commitHot(recs []Record, ats []string, signing <-chan signed) (cp *Checkpoint, err error) {
-	ctx := context.Background()
-	conn, err := s.w.Conn(ctx)
-	if err != nil {
-		return nil, &WriteError{Op: "begin", Seq: recs[0].Seq, Err: err}
-	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(driver.Conn)
-		if !ok {
-			return &WriteError{Op: "begin", Seq: recs[0].Seq, Err: fmt.Errorf("driver connection %T", dc)}
-		}
-		if err := s.hotOn(ctx, c); err != nil {
+	err = s.onWriter(func(c driver.Conn) error {
+		if err := s.hotOn(context.Background(), c); err != nil {
 			return &WriteError{Op: "begin", Seq: recs[0].Seq, Err: err}
 		}
-		cp, err = s.hot.run(s, recs, ats, signing)
-		return err
+		var runErr error
+		cp, runErr = s.hot.run(s, recs, ats, signing)
+		return runErr
 	})
+	var we *WriteError
+	if err != nil && !errors.Is(err, errHeadMoved) && !errors.As(err, &we) {
+		err = &WriteError{Op: "begin", Seq: recs[0].Seq, Err: err} // no connection to write on
+	}
 	return cp, err
+}
+
+// onWriter runs f on the writer's driver connection, the one the hot
+// statements belong to while database/sql keeps it.
+func (s *Store) onWriter(f func(driver.Conn) error) error {
+	conn, err := s.w.Conn(context.Background())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(driver.Conn)
+		if !ok {
+			return fmt.Errorf("driver connection %T", dc)
+		}
+		return f(c)
+	})
 }
 
 func (h *hotStmts) run(s *Store, recs []Record, ats []string, signing <-chan signed) (cp *Checkpoint, err error) {
@@ -210,23 +222,13 @@ func (s *Store) Prepare() {
 	if s.pre || s.closed || s.sealedLive || s.tampered != nil || s.refused != nil || s.attempt != nil {
 		return
 	}
-	ctx := context.Background()
-	conn, err := s.w.Conn(ctx)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	conn.Raw(func(dc any) error {
-		c, ok := dc.(driver.Conn)
-		if !ok {
-			return nil
-		}
-		if err := s.hotOn(ctx, c); err != nil {
-			return nil
+	s.onWriter(func(c driver.Conn) error {
+		if err := s.hotOn(context.Background(), c); err != nil {
+			return err
 		}
 		if err := s.hot.begin(s); err != nil {
 			execHot(s.hot.rollback)
-			return nil
+			return err
 		}
 		s.pre = true
 		return nil
@@ -240,13 +242,8 @@ func (s *Store) endPre() error {
 		return nil
 	}
 	s.pre = false
-	conn, err := s.w.Conn(context.Background())
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return conn.Raw(func(dc any) error {
-		if s.hot == nil || dc != s.hot.conn {
+	return s.onWriter(func(c driver.Conn) error {
+		if s.hot == nil || c != s.hot.conn {
 			return nil // that connection is gone, its transaction with it
 		}
 		return execHot(s.hot.rollback)
@@ -275,20 +272,16 @@ func (s *Store) closeHot() error {
 	if s.hot == nil {
 		return nil
 	}
-	if err := s.endPre(); err != nil {
-		return err
-	}
-	h := s.hot
-	s.hot = nil
-	conn, err := s.w.Conn(context.Background())
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return conn.Raw(func(dc any) error {
-		if dc != h.conn {
-			return nil // that connection is gone, its statements with it
+	h, pre := s.hot, s.pre
+	s.hot, s.pre = nil, false
+	return s.onWriter(func(c driver.Conn) error {
+		if c != h.conn {
+			return nil // that connection is gone, its transaction and statements with it
 		}
-		return h.close()
+		var errs []error
+		if pre {
+			errs = append(errs, execHot(h.rollback))
+		}
+		return errors.Join(append(errs, h.close())...)
 	})
 }

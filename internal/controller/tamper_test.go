@@ -41,6 +41,21 @@ func forgedVoid(last audit.Record) string {
 	return script
 }
 
+// forgeVoidLive deals coup 1 and coup 2's first card on r, then runs the
+// insider's script (forgedVoid) with the sqlite3 shell on the live trail.
+// It returns the head the script was written against and what the shell
+// said.
+func forgeVoidLive(t *testing.T, r *rig, sqlite3 string) (audit.Head, []byte, error) {
+	t.Helper()
+	r.deal(reveal(1))
+	r.deal(coupCard(2, 2))
+	head := r.ctl.rec.Store().Head()
+	cmd := exec.Command(sqlite3, "-bail", r.trail)
+	cmd.Stdin = strings.NewReader(forgedVoid(lastRow(t, r.trail, head.Seq)))
+	out, err := cmd.CombinedOutput()
+	return head, out, err
+}
+
 // TestFaultTrailLockedLive is the insider's attack on a running table as
 // it is: between two cards the controller holds the trail's write lock
 // (the next commit's transaction, begun and head-checked ahead of it), so
@@ -49,13 +64,7 @@ func forgedVoid(last audit.Record) string {
 func TestFaultTrailLockedLive(t *testing.T) {
 	sqlite3 := testenv.Command(t, "sqlite3", "sqlite3") // the insider's tool
 	r, stop := newFaultRig(t, shoesim.Options{Seed: 911, Coups: 3}, tableConfig(t, nil), faultRig{tampersWithTrail: true})
-	r.deal(reveal(1))
-	r.deal(coupCard(2, 2))
-	store := r.ctl.rec.Store()
-	head := store.Head()
-	cmd := exec.Command(sqlite3, "-bail", r.trail)
-	cmd.Stdin = strings.NewReader(forgedVoid(lastRow(t, r.trail, head.Seq)))
-	out, err := cmd.CombinedOutput()
+	head, out, err := forgeVoidLive(t, r, sqlite3)
 	if err == nil || !strings.Contains(string(out), "database is locked") {
 		t.Fatalf("sqlite3 on the live trail between two cards: %v\n%s\nwant it refused: database is locked", err, out)
 	}
@@ -92,20 +101,14 @@ func TestFaultTrailTamperedLive(t *testing.T) {
 			default:
 			}
 		}})
-	r.deal(reveal(1))
-	r.deal(coupCard(2, 2))
-	store := r.ctl.rec.Store()
-	head := store.Head()
-	cmd := exec.Command(sqlite3, "-bail", r.trail)
-	cmd.Stdin = strings.NewReader(forgedVoid(lastRow(t, r.trail, head.Seq)))
-	if out, err := cmd.CombinedOutput(); err != nil {
+	head, out, err := forgeVoidLive(t, r, sqlite3)
+	if err != nil {
 		t.Fatalf("sqlite3 on the live trail: %v\n%s", err, out)
 	}
 
 	// The dealer's next card: the controller's next write.
 	to := coupCard(2, 3)
 	r.gate.release(t, r.simEnded, &r.simErr, to.what, func(op gateOp) bool { return !op.Replug && to.is(op.Sent) })
-	var err error
 	select {
 	case err = <-failures:
 	case <-time.After(guard):
@@ -121,7 +124,7 @@ func TestFaultTrailTamperedLive(t *testing.T) {
 	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"trail_tampered"`) {
 		t.Fatalf("/health after tampering: %d %s", w.Code, w.Body.String())
 	}
-	if got := store.Head(); got != head {
+	if got := r.ctl.rec.Store().Head(); got != head {
 		t.Fatalf("the store's head moved from %+v to %+v", head, got)
 	}
 	stop()
