@@ -107,10 +107,16 @@ func signCheckpoint(key Signer, table string, head Head, t time.Time) (Checkpoin
 // VerifySignature checks c's signature with pub. It fails if pub is not the
 // key c names.
 func (c Checkpoint) VerifySignature(pub ed25519.PublicKey) error {
-	if id := KeyID(pub); id != c.KeyID {
+	return c.verify(KeyID(pub), func(msg, sig []byte) bool { return edverify.Verify(pub, msg, sig) })
+}
+
+// verify checks that c names the key id and that verify accepts its
+// signature.
+func (c Checkpoint) verify(id string, verify func(msg, sig []byte) bool) error {
+	if id != c.KeyID {
 		return fmt.Errorf("checkpoint seq %d: signed by key %s, not %s", c.Seq, c.KeyID, id)
 	}
-	if !edverify.Verify(pub, c.Message(), c.Signature) {
+	if !verify(c.Message(), c.Signature) {
 		return fmt.Errorf("checkpoint seq %d: signature does not verify with key %s", c.Seq, c.KeyID)
 	}
 	return nil
@@ -134,15 +140,7 @@ func NewCheckpointKey(pub ed25519.PublicKey) *CheckpointKey {
 func (k *CheckpointKey) ID() string { return k.id }
 
 // VerifyWith is VerifySignature with a prepared key.
-func (c Checkpoint) VerifyWith(k *CheckpointKey) error {
-	if k.id != c.KeyID {
-		return fmt.Errorf("checkpoint seq %d: signed by key %s, not %s", c.Seq, c.KeyID, k.id)
-	}
-	if !k.k.Verify(c.Message(), c.Signature) {
-		return fmt.Errorf("checkpoint seq %d: signature does not verify with key %s", c.Seq, c.KeyID)
-	}
-	return nil
-}
+func (c Checkpoint) VerifyWith(k *CheckpointKey) error { return c.verify(k.id, k.k.Verify) }
 
 // checkpointJSON is the checkpoint file format.
 type checkpointJSON struct {

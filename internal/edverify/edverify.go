@@ -35,21 +35,17 @@ func Verify(pub ed25519.PublicKey, msg, sig []byte) bool {
 
 // Key is a public key made ready to check many signatures.
 type Key struct {
-	pub ed25519.PublicKey
-	x   *voi.ExpandedPublicKey // nil: pub is not a point; nothing verifies
+	x *voi.ExpandedPublicKey // nil: not a point; nothing verifies
 }
 
 // NewKey prepares pub (about 1.5 KiB; worth it from the second check on).
 func NewKey(pub ed25519.PublicKey) *Key {
-	k := &Key{pub: pub}
+	k := &Key{}
 	if len(pub) == ed25519.PublicKeySize {
 		k.x, _ = voi.NewExpandedPublicKey(voi.PublicKey(pub)) // an error: no point, as crypto/ed25519 would refuse it
 	}
 	return k
 }
-
-// Public is the key as given.
-func (k *Key) Public() ed25519.PublicKey { return k.pub }
 
 // Verify reports whether sig is the key's signature of msg, as
 // ed25519.Verify does.
