@@ -432,14 +432,14 @@ func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Chec
 	if due() {
 		signedAt = s.clock.Now()
 		signing = make(chan signed, 1) // never blocks: an unused signature is dropped
-		if _, inMemory := s.key.(ed25519.PrivateKey); inMemory {
-			c, err := signCheckpoint(s.key, s.table, last(), signedAt)
+		sign := func(h Head) {
+			c, err := signCheckpoint(s.key, s.table, h, signedAt)
 			signing <- signed{c, err}
+		}
+		if _, inMemory := s.key.(ed25519.PrivateKey); inMemory {
+			sign(last())
 		} else {
-			go func(h Head) {
-				c, err := signCheckpoint(s.key, s.table, h, signedAt)
-				signing <- signed{c, err}
-			}(last())
+			go sign(last())
 		}
 	}
 	if cp, err := s.commitHot(recs, ats, signing); !errors.Is(err, errHeadMoved) {

@@ -264,7 +264,7 @@ func (t *Table) Clone() *Table {
 	}
 	// The coups of the shoe are shared, capped at their length: a coup
 	// ended appends (and so copies), and a void copies before it writes
-	// (see voidRecord). The recorder clones the table for every commit;
+	// (applier.void). The recorder clones the table for every commit;
 	// copying a shoe's worth of coups each time was most of its work
 	// before the trail.
 	c.coups = slices.Clip(t.coups)
