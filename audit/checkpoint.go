@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/edverify"
+	"github.com/tablectl/tablectl/internal/edfast"
 )
 
 // CheckpointFormat names the signed message and the checkpoint file format.
@@ -96,7 +96,15 @@ func signCheckpoint(key Signer, table string, head Head, t time.Time) (Checkpoin
 		SignedAt: t.UTC(),
 		KeyID:    KeyID(SignerPublic(key)),
 	}
-	sig, err := key.Sign(nil, c.Message(), crypto.Hash(0))
+	var sig []byte
+	var err error
+	if k, inMemory := key.(ed25519.PrivateKey); inMemory {
+		// The same bytes as k.Sign, in half the time: this runs on the
+		// card's path (see edfast).
+		sig = edfast.Sign(k, c.Message())
+	} else {
+		sig, err = key.Sign(nil, c.Message(), crypto.Hash(0))
+	}
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("sign checkpoint %d: %w", c.Seq, err)
 	}
@@ -107,7 +115,7 @@ func signCheckpoint(key Signer, table string, head Head, t time.Time) (Checkpoin
 // VerifySignature checks c's signature with pub. It fails if pub is not the
 // key c names.
 func (c Checkpoint) VerifySignature(pub ed25519.PublicKey) error {
-	return c.verify(KeyID(pub), func(msg, sig []byte) bool { return edverify.Verify(pub, msg, sig) })
+	return c.verify(KeyID(pub), func(msg, sig []byte) bool { return edfast.Verify(pub, msg, sig) })
 }
 
 // verify checks that c names the key id and that verify accepts its
@@ -125,15 +133,15 @@ func (c Checkpoint) verify(id string, verify func(msg, sig []byte) bool) error {
 // CheckpointKey is a public key made ready to check many checkpoints
 // (every signature of a trail, a table's at the floor's witness): its
 // point is decoded once, and its id computed once. The rules are
-// crypto/ed25519's (internal/edverify).
+// crypto/ed25519's (internal/edfast).
 type CheckpointKey struct {
 	id string
-	k  *edverify.Key
+	k  *edfast.Key
 }
 
 // NewCheckpointKey prepares pub.
 func NewCheckpointKey(pub ed25519.PublicKey) *CheckpointKey {
-	return &CheckpointKey{id: KeyID(pub), k: edverify.NewKey(pub)}
+	return &CheckpointKey{id: KeyID(pub), k: edfast.NewKey(pub)}
 }
 
 // ID is the key's id, as checkpoints name it.

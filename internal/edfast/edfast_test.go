@@ -1,6 +1,7 @@
-package edverify
+package edfast
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
@@ -116,6 +117,84 @@ func FuzzAgreesWithStdlib(f *testing.F) {
 			}
 		}
 		agree(t, "fuzzed", pub, msg, sig)
+	})
+}
+
+// rfc8032 are the first three test vectors of RFC 8032, section 7.1
+// (TEST 1, 2 and 3): secret key, message, signature, in hex.
+var rfc8032 = [][3]string{
+	{"9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60", "",
+		"e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"},
+	{"4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb", "72",
+		"92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"},
+	{"c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7", "af82",
+		"6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a"},
+}
+
+func TestSignRFC8032(t *testing.T) {
+	for i, v := range rfc8032 {
+		seed, _ := hex.DecodeString(v[0])
+		msg, _ := hex.DecodeString(v[1])
+		if got := hex.EncodeToString(Sign(ed25519.NewKeyFromSeed(seed), msg)); got != v[2] {
+			t.Errorf("TEST %d: signature %s, RFC 8032 has %s", i+1, got, v[2])
+		}
+	}
+}
+
+// TestSignAsStdlib: for many keys and messages of every length that
+// crosses a SHA-512 block, Sign's bytes are ed25519.Sign's.
+func TestSignAsStdlib(t *testing.T) {
+	keys := 500
+	if testing.Short() {
+		keys = 50
+	}
+	for k := range keys {
+		seed := make([]byte, ed25519.SeedSize)
+		seed[0], seed[1] = byte(k), byte(k>>8)
+		priv := ed25519.NewKeyFromSeed(seed)
+		for _, n := range []int{0, 1, 55, 56, 63, 64, 111, 112, 127, 128, 160, 1000} {
+			msg := make([]byte, n)
+			for i := range msg {
+				msg[i] = byte(i*31 + k)
+			}
+			if got, want := Sign(priv, msg), ed25519.Sign(priv, msg); !bytes.Equal(got, want) {
+				t.Fatalf("key %d, %d-byte message: signature %x, crypto/ed25519 %x", k, n, got, want)
+			}
+		}
+	}
+}
+
+// FuzzSignAsStdlib: whatever the key's seed, its public half (as stored,
+// even one that is not the seed's) and the message, Sign gives
+// ed25519.Sign's bytes.
+func FuzzSignAsStdlib(f *testing.F) {
+	f.Add([]byte("seed"), []byte("msg"), []byte{})
+	f.Add([]byte{}, []byte{}, make([]byte, 32))
+	f.Fuzz(func(t *testing.T, seed, msg, pubHalf []byte) {
+		s := make([]byte, ed25519.SeedSize)
+		copy(s, seed)
+		priv := ed25519.NewKeyFromSeed(s)
+		if len(pubHalf) == ed25519.PublicKeySize {
+			copy(priv[ed25519.SeedSize:], pubHalf)
+		}
+		if got, want := Sign(priv, msg), ed25519.Sign(priv, msg); !bytes.Equal(got, want) {
+			t.Fatalf("signature %x, crypto/ed25519 %x", got, want)
+		}
+	})
+}
+
+func BenchmarkSign(b *testing.B) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	msg := []byte(`{"head_hash":"5e1c9a7a6b9f0e3d2c1b0a99887766554433221100ffeeddccbbaa9988776655","seq":123456,"signed_at":"2026-11-26T01:02:03.456789Z","table":"BAC-07"}`)
+	b.Run("crypto-ed25519", func(b *testing.B) {
+		for b.Loop() {
+			ed25519.Sign(priv, msg)
+		}
+	})
+	b.Run("Sign", func(b *testing.B) {
+		for b.Loop() {
+			Sign(priv, msg)
+		}
 	})
 }
 
