@@ -146,14 +146,16 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	}
 	// The simulated dealer stops while the table is suspended, as a dealer
 	// would, and goes on once a supervisor resumes it; it calls "no more
-	// bets" only once the table shows betting open.
+	// bets" only once the table shows betting open and live (a call while
+	// suspended is ignored by the table, and the coup's first card would
+	// then find betting open: a misdeal no dealer made).
 	sim.HoldWhile(func() bool {
 		_, pit := ctl.Recorder().View()
 		return pit.Suspended
 	})
 	sim.WaitForBetting(func() bool {
 		_, pit := ctl.Recorder().View()
-		return pit.Phase == coup.PhaseBettingOpen
+		return pit.Phase == coup.PhaseBettingOpen && !pit.Suspended
 	})
 	info := DemoInfo{Table: o.Table, CheckpointPub: pubOf(cpKey), MQTT: ctl.broker.URL(), WS: ctl.broker.WSURL(), HTTP: "http://" + ctl.ln.Addr().String(),
 		Prefix: c.MQTT.Prefix, Trail: trail, Shoe: pty.Path(), Key: supKey, Keyring: keyring, PitPassword: pitPassword,

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,6 +62,34 @@ func consoleSend(t *testing.T, pg *browsertest.Page, action string, args map[str
 		t.Fatalf("%s from the pit console: %s, want %s: %s", action, e.State, want, e.Text)
 	}
 	return e
+}
+
+// needsVoid is the table's refusal of a resume while a misdeal alert
+// stands (coup.Table's "alert N (kind) needs coup C voided first").
+var needsVoid = regexp.MustCompile(`needs coup (\d+) voided first`)
+
+// consoleResume resumes the table from the console as a supervisor would.
+// The demo's dealer looks at the table, then calls "no more bets"; a
+// suspension landing in between (as at a real table) makes the table
+// ignore the call, and the next card raises a misdeal alert. The table
+// then takes a resume only once that coup is voided, so the supervisor
+// voids it and resumes again.
+func consoleResume(t *testing.T, pg *browsertest.Page, reason string) consoleEntry {
+	t.Helper()
+	for range 3 {
+		e := consoleSend(t, pg, coup.ActionResume, map[string]string{"reason": reason}, "")
+		if e.State == "accepted" {
+			return e
+		}
+		m := needsVoid.FindStringSubmatch(e.Text)
+		if e.State != "refused" || m == nil {
+			t.Fatalf("resume from the pit console: %s, want accepted: %s", e.State, e.Text)
+		}
+		t.Logf("a misdeal alert stands; voiding coup %s before resuming: %s", m[1], e.Text)
+		consoleSend(t, pg, coup.ActionVoid, map[string]string{"coup": m[1], "reason": "misdeal around the suspension"}, "accepted")
+	}
+	t.Fatal("resume from the pit console: refused three times")
+	return consoleEntry{}
 }
 
 func TestPitConsoleBrowser(t *testing.T) {
@@ -176,7 +205,7 @@ func TestPitConsoleBrowser(t *testing.T) {
 		t.Errorf("a refused void shows %q", bad.Text)
 	}
 	pit.SaveScreenshot(shots, "pit-console-void", false)
-	res := consoleSend(t, pit, coup.ActionResume, map[string]string{"reason": "dispute settled"}, "accepted")
+	res := consoleResume(t, pit, "dispute settled")
 	pub.WaitFor("the table live again", `!(`+browsertest.Visible("banner-suspended")+`) && document.getElementById('table-state').textContent === 'LIVE'`, `document.getElementById('table-state').textContent`)
 
 	// A key made in this browser: only its public half leaves. The table
@@ -244,7 +273,7 @@ func TestPitConsoleBrowser(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	annResume := consoleSend(t, pit, coup.ActionResume, map[string]string{"reason": "ann resumes"}, "accepted")
+	annResume := consoleResume(t, pit, "ann resumes")
 	if !strings.Contains(annResume.Text, "by ann") {
 		t.Errorf("ann's resume: %q", annResume.Text)
 	}
