@@ -405,10 +405,11 @@ func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Chec
 	// signed, before the transaction begins. A key in memory signs here
 	// (about 20 µs on a small VM's core with edfast, 45 with
 	// crypto/ed25519): a goroutine to overlap it with the statements took
-	// longer than that to start on an idle core. A token's signature (milliseconds) is made on another goroutine, and
-	// overlaps the head check and the inserts. Either way it covers the
-	// chain this store wrote, never the file's: if the head check finds
-	// rows of another program, it is dropped unused.
+	// longer than that to start on an idle core. A token's signature
+	// (milliseconds) is made on another goroutine, and overlaps the head
+	// check and the inserts. Either way it covers the chain this store
+	// wrote, never the file's: if the head check finds rows of another
+	// program, it is dropped unused.
 	ats := make([]string, len(events))
 	for i := range events {
 		ats[i] = formatTime(s.clock.Now())
