@@ -3,7 +3,8 @@
 //
 // Sign makes the very bytes ed25519.Sign makes (Ed25519 is deterministic:
 // RFC 8032 fixes the nonce), in about half the time on a small VM's core
-// (voi's larger table for the base point). The recorder signs a checkpoint
+// (BenchmarkSign; nearly all of it is the base point's multiplication,
+// which voi does faster). The recorder signs a checkpoint
 // of every commit's head on the card's path, so that time is the
 // display's.
 //
