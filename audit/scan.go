@@ -4,26 +4,29 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
+
+	"github.com/tablectl/tablectl/internal/sqlitebatch"
 )
 
 // Verify's time is reading, not hashing: SQLite stepping through the rows
-// and the driver copying each value into Go cost about four times what
-// SHA-256 (SHA-NI) costs. go-sqlite3 already fetches a row's values in one
-// cgo call, so fewer calls gain nothing (a chunked read that had SQLite
-// concatenate rows into one text did three times SQLite's work and was
-// slower). What helps is two cores: scanTrail reads ranges of seq on two
-// connections at once when both are proven to see the same snapshot, each
-// reader parsing and hashing its own rows (prepareRow), while the checks
-// that depend on order (sequence, links, checkpoints) run on the caller's
-// goroutine in seq order.
+// costs about three times what SHA-256 (SHA-NI) costs. Through the driver,
+// each row's eight values also became five strings and eight interface
+// values on the heap, about as much again with the collector's work; the
+// readers now take their rows in batches straight from SQLite
+// (internal/sqlitebatch), the texts hashed where they lie in the batch's
+// buffer. (A chunked read that had SQLite concatenate rows into one text
+// did three times SQLite's work and was slower.) And two cores: scanTrail
+// reads ranges of seq on two connections at once when both are proven to
+// see the same snapshot, each reader parsing and hashing its own rows
+// (prepareRow), while the checks that depend on order (sequence, links,
+// checkpoints) run on the caller's goroutine in seq order.
 
 // scanRange is how many seqs one range spans; scanBatchRows how many rows
 // a reader hands over at a time. A reader's channel holds a whole range, so
@@ -31,8 +34,9 @@ import (
 // waiting for the other's (about 5 MB a range). Variables so tests can
 // cross many ranges.
 var (
-	scanRange     int64 = 8192
-	scanBatchRows       = 256
+	scanRange      int64 = 8192
+	scanBatchRows        = 256
+	scanBatchBytes       = 256 << 10 // a batch's buffer: 256 rows of about 400 bytes fit
 )
 
 // scanReaders is how many connections read at once: more than the two a
@@ -81,29 +85,29 @@ type preparedRow struct {
 // it).
 type prepScratch struct {
 	buf      []byte
-	lastHash string
+	lastHash []byte // copies: a row's texts may be views of a buffer reused
 	lastH    Hash
-	lastAt   string
+	lastAt   []byte
 	lastOK   bool
 }
 
 // prepareRow parses a row's hashes, checks its time and hashes its fields.
 func prepareRow(sc *prepScratch, seq int64, at, kind string, shoe, coup int64, body, prevText, hashText string) preparedRow {
 	var p preparedRow
-	if prevText == sc.lastHash && sc.lastHash != "" {
+	if len(sc.lastHash) > 0 && string(sc.lastHash) == prevText {
 		p.prev = sc.lastH
 	} else {
 		p.prev, p.errPrev = ParseHash(prevText)
 	}
 	p.hash, p.errHash = ParseHash(hashText)
 	if p.errHash == nil {
-		sc.lastHash, sc.lastH = hashText, p.hash
+		sc.lastHash, sc.lastH = append(sc.lastHash[:0], hashText...), p.hash
 	} else {
-		sc.lastHash = ""
+		sc.lastHash = sc.lastHash[:0]
 	}
 	if p.errPrev == nil && p.errHash == nil {
-		if at != sc.lastAt || at == "" {
-			sc.lastAt, sc.lastOK = at, canonicalTime(at)
+		if string(sc.lastAt) != at || at == "" {
+			sc.lastAt, sc.lastOK = append(sc.lastAt[:0], at...), canonicalTime(at)
 		}
 		p.canonAt = sc.lastOK
 		p.want = rowHashInto(&sc.buf, seq, at, kind, shoe, coup, body, p.prev)
@@ -111,26 +115,30 @@ func prepareRow(sc *prepScratch, seq int64, at, kind string, shoe, coup int64, b
 	return p
 }
 
-// typedRow makes a scanRow of one row's driver values, preparing it if
-// every value has its stored type.
-func typedRow(sc *prepScratch, v []driver.Value) scanRow {
-	seq, ok0 := v[0].(int64)
-	at, ok1 := v[1].(string)
-	kind, ok2 := v[2].(string)
-	shoe, ok3 := v[3].(int64)
-	coup, ok4 := v[4].(int64)
-	body, ok5 := v[5].(string)
-	prev, ok6 := v[6].(string)
-	hash, ok7 := v[7].(string)
-	if !(ok0 && ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+// batchRow makes a scanRow of one row's values as read, preparing it if
+// every value has its stored type. The values' bytes are the batch
+// buffer's, reused for the next batch: the row keeps none of them (its
+// time only when it is not canonical, for the finding; a copy).
+func batchRow(sc *prepScratch, v *[8]sqlitebatch.Value) scanRow {
+	const I, T = sqlitebatch.Integer, sqlitebatch.Text
+	if v[0].Type != I || v[1].Type != T || v[2].Type != T || v[3].Type != I || v[4].Type != I ||
+		v[5].Type != T || v[6].Type != T || v[7].Type != T {
 		var l [8]any
 		for i := range l {
-			l[i] = v[i]
+			l[i] = v[i].Any()
 		}
 		return scanRow{loose: &l}
 	}
-	return scanRow{seq: seq, at: at, p: prepareRow(sc, seq, at, kind, shoe, coup, body, prev, hash)}
+	seq, at := v[0].Int, view(v[1].Bytes)
+	r := scanRow{seq: seq, p: prepareRow(sc, seq, at, view(v[2].Bytes), v[3].Int, v[4].Int, view(v[5].Bytes), view(v[6].Bytes), view(v[7].Bytes))}
+	if !r.p.canonAt {
+		r.at = strings.Clone(at)
+	}
+	return r
 }
+
+// view is b as a string, no copy: only for as long as b's bytes stay put.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // scanJob is one range of seqs; its reader sends the rows on out in
 // order, then closes it.
@@ -346,8 +354,8 @@ func sameNice(nice int) {
 }
 
 // readRanges reads the jobs' ranges on c until there are none or done is
-// closed. It uses the driver's connection directly: database/sql's Scan
-// adds nothing here but time.
+// closed, in batches from SQLite (database/sql's Scan and the driver's
+// values added nothing here but time).
 func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-chan struct{}, free chan []scanRow) {
 	newBatch := func() []scanRow {
 		select {
@@ -366,46 +374,47 @@ func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-c
 		}
 	}
 	err := c.Raw(func(dc any) error {
-		q, ok := dc.(driver.QueryerContext)
-		if !ok {
-			return errors.New("the SQLite driver cannot query")
+		st, err := sqlitebatch.Prepare(dc, rangeQuery, scanBatchRows, scanBatchBytes)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if st.Columns() != 8 {
+			return fmt.Errorf("%d columns, want 8", st.Columns())
 		}
 		var sc prepScratch
-		v := make([]driver.Value, 8)
+		var v [8]sqlitebatch.Value
 		for j := range jobs {
-			rows, err := q.QueryContext(ctx, rangeQuery, []driver.NamedValue{{Ordinal: 1, Value: j.from}, {Ordinal: 2, Value: j.to}})
-			if err != nil {
+			if err := ctx.Err(); err != nil {
 				send(j, scanBatch{err: err})
 				return nil
 			}
-			if len(rows.Columns()) != len(v) {
-				rows.Close()
-				send(j, scanBatch{err: fmt.Errorf("%d columns, want %d", len(rows.Columns()), len(v))})
+			if err := st.Run(j.from, j.to); err != nil {
+				send(j, scanBatch{err: err})
 				return nil
 			}
-			batch := newBatch()
 			for {
-				err := rows.Next(v)
-				if err == io.EOF {
-					break
-				}
+				b, ok, err := st.Next()
 				if err != nil {
-					rows.Close()
 					send(j, scanBatch{err: err})
 					return nil
 				}
-				batch = append(batch, typedRow(&sc, v))
-				if len(batch) == cap(batch) {
-					if !send(j, scanBatch{rows: batch}) {
-						rows.Close()
-						return nil
-					}
-					batch = newBatch()
+				if !ok {
+					break
 				}
-			}
-			rows.Close()
-			if len(batch) > 0 && !send(j, scanBatch{rows: batch}) {
-				return nil
+				batch := newBatch()
+				off := 0
+				for range b.Rows() {
+					off = b.Row(off, v[:])
+					batch = append(batch, batchRow(&sc, &v))
+				}
+				if !send(j, scanBatch{rows: batch}) {
+					return nil
+				}
+				if err := ctx.Err(); err != nil {
+					send(j, scanBatch{err: err})
+					return nil
+				}
 			}
 			close(j.out)
 		}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
+
+	"github.com/tablectl/tablectl/internal/sqlitebatch"
 )
 
 // A trail signs a checkpoint in every commit: hundreds of thousands per
@@ -147,59 +148,66 @@ func (f *cpFeed) result() (*storedCheckpoints, error) {
 // signatures may be checked); the newest always is.
 func readStoredCheckpoints(ctx context.Context, c *sql.Conn, table string, keep func(seq int64) bool, feed *cpFeed) {
 	res := &storedCheckpoints{}
-	var last [5]driver.Value // the newest row read, decoded whole at the end
+	var last cpRowCopy // the newest row read, decoded whole at the end
 	err := c.Raw(func(dc any) error {
-		q, ok := dc.(driver.QueryerContext)
-		if !ok {
-			return errors.New("the SQLite driver cannot query")
-		}
-		rows, err := q.QueryContext(ctx, `SELECT seq, head_hash, signed_at, key_id, signature FROM checkpoints ORDER BY seq`, nil)
+		st, err := sqlitebatch.Prepare(dc, `SELECT seq, head_hash, signed_at, key_id, signature FROM checkpoints ORDER BY seq`, scanBatchRows, scanBatchBytes)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		v := make([]driver.Value, 5)
-		if len(rows.Columns()) != len(v) {
-			return fmt.Errorf("%d columns, want %d", len(rows.Columns()), len(v))
+		defer st.Close()
+		if st.Columns() != 5 {
+			return fmt.Errorf("%d columns, want 5", st.Columns())
 		}
+		if err := st.Run(); err != nil {
+			return err
+		}
+		var v [5]sqlitebatch.Value
 		lastKey := int32(-1)
-		for n := 0; ; n++ {
-			switch err := rows.Next(v); {
-			case err == io.EOF:
-				return nil
-			case err != nil:
+		for n := 0; ; {
+			b, ok, err := st.Next()
+			if err != nil || !ok {
 				return err
 			}
-			h, keyID, err := checkCheckpointRow(v[0], v[1], v[2], v[3], v[4])
-			if err != nil {
-				s, _ := v[0].(int64)
-				res.bad = append(res.bad, Finding{Kind: FindingMalformed, Seq: s, Detail: "stored checkpoint: " + err.Error()})
-				continue
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			if k := res.heads.len(); k > 0 && h.seq < res.heads.at(k-1).seq {
-				return fmt.Errorf("checkpoint seq %d after %d: not in seq order", h.seq, res.heads.at(k-1).seq)
-			}
-			if lastKey < 0 || res.keyIDs[lastKey] != keyID {
-				i := slices.Index(res.keyIDs, keyID)
-				if i < 0 {
-					i = len(res.keyIDs)
-					res.keyIDs = append(res.keyIDs, keyID)
-				}
-				lastKey = int32(i)
-			}
-			h.key, h.full = lastKey, -1
-			if keep(h.seq) {
-				c, err := decodeCheckpointRow(table, v[0], v[1], v[2], v[3], v[4])
+			off := 0
+			for range b.Rows() {
+				off = b.Row(off, v[:])
+				h, keyID, err := checkCheckpointValues(&v)
 				if err != nil {
-					return fmt.Errorf("checkpoint seq %d: %w", h.seq, err)
+					var s int64
+					if v[0].Type == sqlitebatch.Integer {
+						s = v[0].Int
+					}
+					res.bad = append(res.bad, Finding{Kind: FindingMalformed, Seq: s, Detail: "stored checkpoint: " + err.Error()})
+					continue
 				}
-				h.full = int32(len(res.full))
-				res.full = append(res.full, c)
-			}
-			copy(last[:], v) // the driver's values are new for each row
-			res.heads.add(h)
-			if n%4096 == 4095 {
-				feed.publish(res.heads)
+				if k := res.heads.len(); k > 0 && h.seq < res.heads.at(k-1).seq {
+					return fmt.Errorf("checkpoint seq %d after %d: not in seq order", h.seq, res.heads.at(k-1).seq)
+				}
+				if lastKey < 0 || res.keyIDs[lastKey] != keyID {
+					i := slices.Index(res.keyIDs, keyID)
+					if i < 0 {
+						i = len(res.keyIDs)
+						res.keyIDs = append(res.keyIDs, strings.Clone(keyID)) // keyID is a view of the batch
+					}
+					lastKey = int32(i)
+				}
+				h.key, h.full = lastKey, -1
+				if keep(h.seq) {
+					c, err := decodeCheckpointRow(table, v[0].Any(), v[1].Any(), v[2].Any(), v[3].Any(), v[4].Any())
+					if err != nil {
+						return fmt.Errorf("checkpoint seq %d: %w", h.seq, err)
+					}
+					h.full = int32(len(res.full))
+					res.full = append(res.full, c)
+				}
+				last.set(&v)
+				res.heads.add(h)
+				if n++; n%4096 == 0 {
+					feed.publish(res.heads)
+				}
 			}
 		}
 	})
@@ -209,7 +217,7 @@ func readStoredCheckpoints(ctx context.Context, c *sql.Conn, table string, keep 
 	}
 	// The newest is always kept whole: its signature covers the chain.
 	if n := res.heads.len(); n > 0 {
-		if res.newest, err = decodeCheckpointRow(table, last[0], last[1], last[2], last[3], last[4]); err != nil {
+		if res.newest, err = decodeCheckpointRow(table, last.any(0), last.any(1), last.any(2), last.any(3), last.any(4)); err != nil {
 			feed.finish(nil, fmt.Errorf("read checkpoints: seq %d: %w", res.heads.at(n-1).seq, err))
 			return
 		}
@@ -217,30 +225,65 @@ func readStoredCheckpoints(ctx context.Context, c *sql.Conn, table string, keep 
 	feed.finish(res, nil)
 }
 
+// cpRowCopy is a checkpoint row's values copied out of a batch, into
+// buffers reused from row to row.
+type cpRowCopy struct {
+	v     [5]sqlitebatch.Value
+	bytes [5][]byte
+}
+
+func (r *cpRowCopy) set(v *[5]sqlitebatch.Value) {
+	for i := range v {
+		r.bytes[i] = append(r.bytes[i][:0], v[i].Bytes...)
+		r.v[i] = v[i]
+		r.v[i].Bytes = r.bytes[i]
+	}
+}
+
+func (r *cpRowCopy) any(i int) any { return r.v[i].Any() }
+
+// checkCheckpointValues is checkCheckpointRow on a row as read in a
+// batch: of the stored types, its texts are checked as views (no copy);
+// of others, as the driver would have returned them. The key id returned
+// may be a view of the batch.
+func checkCheckpointValues(v *[5]sqlitebatch.Value) (cpHead, string, error) {
+	const I, T = sqlitebatch.Integer, sqlitebatch.Text
+	if v[0].Type == I && v[1].Type == T && v[2].Type == T && v[3].Type == T && v[4].Type == T {
+		return checkCheckpointFields(v[0].Int, view(v[1].Bytes), view(v[2].Bytes), view(v[3].Bytes), view(v[4].Bytes))
+	}
+	return checkCheckpointRow(v[0].Any(), v[1].Any(), v[2].Any(), v[3].Any(), v[4].Any())
+}
+
 // checkCheckpointRow checks a stored checkpoint's values as
 // decodeCheckpointRow does, with the same errors, without decoding the
 // signature or the time.
 func checkCheckpointRow(seq, head, at, keyID, sig any) (h cpHead, key string, err error) {
-	var ok bool
-	if h.seq, ok = seq.(int64); !ok {
+	s, ok := seq.(int64)
+	if !ok {
 		return h, "", fmt.Errorf("seq is %T, not an integer", seq)
 	}
-	if h.head, err = ParseHash(asText(head)); err != nil {
+	return checkCheckpointFields(s, asText(head), asText(at), asText(keyID), asText(sig))
+}
+
+// checkCheckpointFields is checkCheckpointRow's checks once the values
+// are an integer and texts.
+func checkCheckpointFields(seq int64, head, a, key, sig string) (h cpHead, _ string, err error) {
+	h.seq = seq
+	if h.head, err = ParseHash(head); err != nil {
 		return h, "", err
 	}
-	if a := asText(at); !canonicalTime(a) {
+	if !canonicalTime(a) {
 		_, err := parseTime(a)
 		if err == nil {
 			err = fmt.Errorf("time %.80q is not in canonical form", a)
 		}
 		return h, "", err
 	}
-	key = asText(keyID)
 	if err := checkKeyID(key); err != nil {
 		return h, "", err
 	}
-	if s := asText(sig); len(s) != 2*ed25519.SignatureSize || !isLowerHex(s) {
-		_, err := parseSignature(s)
+	if len(sig) != 2*ed25519.SignatureSize || !isLowerHex(sig) {
+		_, err := parseSignature(sig)
 		if err == nil {
 			err = errors.New("signature: not lower-case hex")
 		}
