@@ -483,6 +483,65 @@ func TestWitnessScan(t *testing.T) {
 	})
 }
 
+// TestWitnessScanBehind: a witness working through a backlog judges
+// silence in the stream's time, up to the message below which everything
+// is in the database: a table that said nothing for a heartbeat of stream
+// time before it is found silent however long the backlog, and one whose
+// rows may still wait in the backlog is not.
+func TestWitnessScanBehind(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		clk := clock.NewFake(t0)
+		reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+		c := newChain(t, "BAC-11", 12)
+		c.registry(reg)
+		w := &Witness{cfg: Config{Store: s, Registry: reg, Clock: clk}, log: quietLog()}
+		w.cfg.defaults()
+		if _, err := s.apply(ctx, rowItems(c.rows[:10]), reg, "w", t0); err != nil {
+			t.Fatal(err)
+		}
+		open := func() []string {
+			all, err := s.openAlerts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, a := range all {
+				out = append(out, fmt.Sprintf("%s %d: %s", a.Kind, a.Seq, a.Message))
+			}
+			return out
+		}
+		// Ten minutes on, never caught up: the backlog may hold anything.
+		clk.Set(t0.Add(10 * time.Minute))
+		for _, acked := range []time.Duration{0, 30 * time.Second, time.Minute} {
+			if acked > 0 {
+				w.ackedAt = t0.Add(acked)
+			}
+			if err := w.Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if o := open(); len(o) != 0 {
+				t.Fatalf("everything before t0+%s witnessed, the table last seen at t0, heartbeat 1m: %v", acked, o)
+			}
+		}
+		w.ackedAt = t0.Add(time.Minute + time.Second)
+		if err := w.Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		o := open()
+		if len(o) != 1 || !strings.HasPrefix(o[0], "silent 10: ") || !strings.Contains(o[0], "judged in the floor stream's time") {
+			t.Fatalf("a heartbeat of stream time witnessed after the table's last row: %v, want it silent", o)
+		}
+		// Its next row, stored after the silence, resolves it.
+		if _, err := s.apply(ctx, rowItems(c.rows[10:11]), reg, "w", t0.Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if o := open(); len(o) != 0 {
+			t.Fatalf("the table spoke, still %v", o)
+		}
+	})
+}
+
 // TestSeqRuns: the PostgreSQL store reads a batch's seqs as runs; the runs
 // must cover exactly the seqs asked for, no more.
 func TestSeqRuns(t *testing.T) {

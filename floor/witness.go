@@ -136,9 +136,15 @@ type Witness struct {
 	// acked is the stream sequence up to which every message is known
 	// acknowledged or committed by this witness (pinned consumers only).
 	acked uint64
+	// ackedAt is when the stream stored the message at acked, if this
+	// witness acknowledged it: every message stored before then is in
+	// the floor's database, so a table last seen a heartbeat before it
+	// was silent in the stream's own time, however far behind the
+	// witnesses are.
+	ackedAt time.Time
 	// caughtUp is when this witness last found nothing waiting in the
-	// stream: only then is a table's silence the table's, not the
-	// floor's backlog.
+	// stream: only then is a table's silence up to now the table's, not
+	// the floor's backlog.
 	caughtUp time.Time
 }
 
@@ -546,13 +552,19 @@ func (w *Witness) ackCommitted(ctx context.Context, p prepared) {
 			last, upTo = ackRun(p.seqs, order, floor)
 		}
 	}
+	var at time.Time
 	if last < 0 {
 		upTo = floor
 	} else if err := p.msgs[last].Ack(); err != nil {
 		w.log.Warn("batch not acknowledged; it comes again after the ack wait", "err", err)
 		return
+	} else if md, err := p.msgs[last].Metadata(); err == nil {
+		at = md.Timestamp
 	}
 	w.mu.Lock()
+	if upTo > w.acked && !at.IsZero() {
+		w.ackedAt = at
+	}
 	w.acked = max(w.acked, upTo)
 	w.mu.Unlock()
 }
@@ -695,7 +707,23 @@ func (w *Witness) Scan(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	current := now.Sub(w.caughtUp) < 2*time.Second
+	streamAt := w.ackedAt
 	w.mu.Unlock()
+	// silence is how long a table last seen at seen has said nothing, as
+	// far as the floor can know: up to now when the witness is caught up;
+	// while it works through a backlog, up to the stream time below which
+	// every message is in the database (a table silent for a minute while
+	// the floor was behind is still found, and one whose rows wait in the
+	// backlog is not); else not at all.
+	silence := func(seen time.Time) (time.Duration, string) {
+		switch {
+		case current:
+			return now.Sub(seen), ""
+		case !streamAt.IsZero():
+			return streamAt.Sub(seen), fmt.Sprintf("; judged in the floor stream's time, every message before %s witnessed", streamAt.UTC().Format(time.RFC3339))
+		}
+		return 0, ""
+	}
 	var alerts []Alert
 	for _, l := range lines {
 		switch {
@@ -722,14 +750,17 @@ func (w *Witness) Scan(ctx context.Context) error {
 			}
 			alerts = append(alerts, a...)
 		}
-		if current && l.seen != nil && !l.silent && now.Sub(*l.seen) > w.cfg.Registry.heartbeat(l.table) {
+		if l.seen == nil || l.silent {
+			continue
+		}
+		if quiet, how := silence(*l.seen); quiet > w.cfg.Registry.heartbeat(l.table) {
 			marked, err := s.markSilent(ctx, l.table, *l.seen)
 			if err != nil {
 				return err
 			}
 			if marked {
 				a, err := w.raise(ctx, l.table, AlertSilent, strconv.FormatInt(l.seen.UnixNano(), 10), l.max,
-					fmt.Sprintf("nothing from %s since %s (heartbeat %s)", l.table, l.seen.Format(time.RFC3339), w.cfg.Registry.heartbeat(l.table)))
+					fmt.Sprintf("nothing from %s since %s (heartbeat %s%s)", l.table, l.seen.Format(time.RFC3339), w.cfg.Registry.heartbeat(l.table), how))
 				if err != nil {
 					return err
 				}
