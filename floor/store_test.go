@@ -406,6 +406,20 @@ func testStoreTailGap(t *testing.T, s Store) {
 	}
 }
 
+// openAlertLines is every unresolved alert of s, each as line makes it.
+func openAlertLines(t *testing.T, s Store, line func(Alert) string) []string {
+	t.Helper()
+	all, err := s.openAlerts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range all {
+		out = append(out, line(a))
+	}
+	return out
+}
+
 // TestWitnessScan: on each store, the scan asks once for a gap that has
 // lasted its grace (and not again before ResyncEvery), resolves it once
 // filled, finds a table silent past its heartbeat only while caught up,
@@ -421,15 +435,7 @@ func TestWitnessScan(t *testing.T) {
 		w := &Witness{cfg: Config{Store: s, Registry: reg, Clock: clk, OnAlert: func(a Alert) { got = append(got, a) }}, log: quietLog()}
 		w.cfg.defaults()
 		open := func() []string {
-			all, err := s.openAlerts(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out []string
-			for _, a := range all {
-				out = append(out, fmt.Sprintf("%s %d", a.Kind, a.Seq))
-			}
-			return out
+			return openAlertLines(t, s, func(a Alert) string { return fmt.Sprintf("%s %d", a.Kind, a.Seq) })
 		}
 		scan := func(after time.Duration) {
 			t.Helper()
@@ -501,15 +507,7 @@ func TestWitnessScanBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		open := func() []string {
-			all, err := s.openAlerts(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out []string
-			for _, a := range all {
-				out = append(out, fmt.Sprintf("%s %d: %s", a.Kind, a.Seq, a.Message))
-			}
-			return out
+			return openAlertLines(t, s, func(a Alert) string { return fmt.Sprintf("%s %d: %s", a.Kind, a.Seq, a.Message) })
 		}
 		// Ten minutes on, never caught up: the backlog may hold anything.
 		clk.Set(t0.Add(10 * time.Minute))

@@ -59,17 +59,20 @@ static int64_t tb_size(sqlite3_stmt *st, int ncol) {
 	int64_t n = 0;
 	for (int i = 0; i < ncol; i++) {
 		n++;
-		switch (sqlite3_column_type(st, i)) {
+		int t = sqlite3_column_type(st, i);
+		switch (t) {
 		case TB_INTEGER:
 		case TB_FLOAT:
 			n += 8;
 			break;
 		case TB_TEXT:
-			sqlite3_column_text(st, i); // the text form, then its length
-			n += 4 + (int64_t)sqlite3_column_bytes(st, i);
-			break;
 		case TB_BLOB:
-			sqlite3_column_blob(st, i);
+			// The value in its form first, then its length (a text's in UTF-8).
+			if (t == TB_TEXT) {
+				sqlite3_column_text(st, i);
+			} else {
+				sqlite3_column_blob(st, i);
+			}
 			n += 4 + (int64_t)sqlite3_column_bytes(st, i);
 			break;
 		}
@@ -135,18 +138,10 @@ static int tb_fill(sqlite3_stmt *st, int ncol, unsigned char *buf, int64_t cap, 
 				p += 8;
 				break;
 			}
-			case TB_TEXT: {
-				const unsigned char *s = sqlite3_column_text(st, i);
-				int k = sqlite3_column_bytes(st, i);
-				p = tb_put32(p, (uint32_t)k);
-				if (k > 0) {
-					memcpy(p, s, k);
-				}
-				p += k;
-				break;
-			}
+			case TB_TEXT:
 			case TB_BLOB: {
-				const void *s = sqlite3_column_blob(st, i);
+				// As in tb_size: the value in its form, then its length.
+				const void *s = t == TB_TEXT ? (const void *)sqlite3_column_text(st, i) : sqlite3_column_blob(st, i);
 				int k = sqlite3_column_bytes(st, i);
 				p = tb_put32(p, (uint32_t)k);
 				if (k > 0) {
