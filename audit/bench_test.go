@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tablectl/tablectl/coup"
 )
 
 // BenchmarkAppend is the per-event latency of a durable append: one event
@@ -97,4 +99,28 @@ func BenchmarkCommitCoup(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPrepareShoe is the bodies of a shoe's rows as the recorder
+// makes them on the card's path (prepare: each input's and derived
+// event's canonical JSON), per row.
+func BenchmarkPrepareShoe(b *testing.B) {
+	tb, err := coup.NewTable(vipConfig(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var evs []Event
+	for _, in := range shoeScript(b) {
+		evs = append(evs, inputEvent(in, tb))
+		evs = append(evs, tableEvents(tb.Apply(in))...)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		for _, e := range evs {
+			if _, err := prepare(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/row")
 }

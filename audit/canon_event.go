@@ -15,11 +15,13 @@ import (
 //
 // It is only a fast path. ok is false for anything it does not write the
 // way encoding/json would (an invalid card or side, a bad ratio, invalid
-// UTF-8), and the replayer then falls back to CanonicalJSON; a mismatch
-// with the recorded body is also checked again through CanonicalJSON
-// before it counts as a difference, so a field added to coup.Event and not
-// here makes replay slower, never wrong. TestEventJSONMatchesCanonicalJSON
-// holds the two together over every event of many dealt shoes.
+// UTF-8), and the caller then falls back to CanonicalJSON. The recorder
+// writes derived events' bodies with it (prepare), so its bytes are the
+// trail's: TestEventJSONMatchesCanonicalJSON holds the two together over
+// random events and every event of dealt shoes, and
+// TestEventJSONKnowsEveryField fails when an event type gains a field it
+// does not write. Replay also checks a mismatch with the recorded body
+// again through CanonicalJSON before it counts as a difference.
 func appendEventJSON(b []byte, e *coup.Event) ([]byte, bool) {
 	w := objWriter{b: append(b, '{'), ok: true}
 	if e.Action != "" {

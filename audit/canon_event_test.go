@@ -186,8 +186,8 @@ func BenchmarkEventJSON(b *testing.B) {
 }
 
 // TestEventJSONKnowsEveryField fails when a field is added to an event's
-// types: appendEventJSON and randomEvent must learn it (until then replay
-// falls back to the slow path for events that set it).
+// types: appendEventJSON and randomEvent must learn it, or the recorder
+// would write bodies without it.
 func TestEventJSONKnowsEveryField(t *testing.T) {
 	for _, c := range []struct {
 		v      any
