@@ -406,6 +406,19 @@ func testStoreTailGap(t *testing.T, s Store) {
 	}
 }
 
+// scanWitness is a witness over s, for the scan's tests: a fake clock at
+// t0, and a chain of n rows of table registered with a heartbeat of a
+// minute.
+func scanWitness(t *testing.T, s Store, table string, n int, onAlert func(Alert)) (*Witness, *clock.Fake, *Registry, *chain) {
+	clk := clock.NewFake(t0)
+	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
+	c := newChain(t, table, n)
+	c.registry(reg)
+	w := &Witness{cfg: Config{Store: s, Registry: reg, Clock: clk, OnAlert: onAlert}, log: quietLog()}
+	w.cfg.defaults()
+	return w, clk, reg, c
+}
+
 // openAlertLines is every unresolved alert of s, each as line makes it.
 func openAlertLines(t *testing.T, s Store, line func(Alert) string) []string {
 	t.Helper()
@@ -427,13 +440,8 @@ func openAlertLines(t *testing.T, s Store, line func(Alert) string) []string {
 func TestWitnessScan(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		ctx := context.Background()
-		clk := clock.NewFake(t0)
-		reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
-		c := newChain(t, "BAC-10", 40)
-		c.registry(reg)
 		var got []Alert
-		w := &Witness{cfg: Config{Store: s, Registry: reg, Clock: clk, OnAlert: func(a Alert) { got = append(got, a) }}, log: quietLog()}
-		w.cfg.defaults()
+		w, clk, reg, c := scanWitness(t, s, "BAC-10", 40, func(a Alert) { got = append(got, a) })
 		open := func() []string {
 			return openAlertLines(t, s, func(a Alert) string { return fmt.Sprintf("%s %d", a.Kind, a.Seq) })
 		}
@@ -497,12 +505,7 @@ func TestWitnessScan(t *testing.T) {
 func TestWitnessScanBehind(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		ctx := context.Background()
-		clk := clock.NewFake(t0)
-		reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
-		c := newChain(t, "BAC-11", 12)
-		c.registry(reg)
-		w := &Witness{cfg: Config{Store: s, Registry: reg, Clock: clk}, log: quietLog()}
-		w.cfg.defaults()
+		w, clk, reg, c := scanWitness(t, s, "BAC-11", 12, nil)
 		if _, err := s.apply(ctx, rowItems(c.rows[:10]), reg, "w", t0); err != nil {
 			t.Fatal(err)
 		}
