@@ -111,30 +111,28 @@ static int tb_fill(sqlite3_stmt *st, int ncol, unsigned char *buf, int64_t cap, 
 			}
 			*pending = 1;
 		}
-		int64_t size = tb_size(st, ncol);
-		if (size > cap - off) {
-			*nrows = n;
-			*used = off;
-			if (n > 0) {
-				return TB_ROW;
-			}
-			*need = size;
-			return TB_FULL;
-		}
-		unsigned char *p = buf + off;
-		for (int i = 0; i < ncol; i++) {
+		// One pass, each value asked for once: a row that does not fit is
+		// abandoned where it stood and waits for the next call (or, in an
+		// empty buffer, is measured for a bigger one).
+		unsigned char *p = buf + off, *end = buf + cap;
+		int fits = 1;
+		for (int i = 0; i < ncol && fits; i++) {
 			int t = sqlite3_column_type(st, i);
-			*p++ = (unsigned char)t;
 			switch (t) {
-			case TB_INTEGER: {
-				long long v = sqlite3_column_int64(st, i);
-				memcpy(p, &v, 8);
-				p += 8;
-				break;
-			}
+			case TB_INTEGER:
 			case TB_FLOAT: {
-				double v = sqlite3_column_double(st, i);
-				memcpy(p, &v, 8);
+				if (end - p < 9) {
+					fits = 0;
+					break;
+				}
+				*p++ = (unsigned char)t;
+				if (t == TB_INTEGER) {
+					long long v = sqlite3_column_int64(st, i);
+					memcpy(p, &v, 8);
+				} else {
+					double v = sqlite3_column_double(st, i);
+					memcpy(p, &v, 8);
+				}
 				p += 8;
 				break;
 			}
@@ -143,6 +141,11 @@ static int tb_fill(sqlite3_stmt *st, int ncol, unsigned char *buf, int64_t cap, 
 				// As in tb_size: the value in its form, then its length.
 				const void *s = t == TB_TEXT ? (const void *)sqlite3_column_text(st, i) : sqlite3_column_blob(st, i);
 				int k = sqlite3_column_bytes(st, i);
+				if (end - p < 5 + (int64_t)k) {
+					fits = 0;
+					break;
+				}
+				*p++ = (unsigned char)t;
 				p = tb_put32(p, (uint32_t)k);
 				if (k > 0) {
 					memcpy(p, s, k);
@@ -150,9 +153,24 @@ static int tb_fill(sqlite3_stmt *st, int ncol, unsigned char *buf, int64_t cap, 
 				p += k;
 				break;
 			}
+			default:
+				if (end - p < 1) {
+					fits = 0;
+					break;
+				}
+				*p++ = (unsigned char)t;
 			}
 		}
-		off += size;
+		if (!fits) {
+			*nrows = n;
+			*used = off;
+			if (n > 0) {
+				return TB_ROW;
+			}
+			*need = tb_size(st, ncol);
+			return TB_FULL;
+		}
+		off = p - buf;
 		n++;
 		*pending = 0;
 	}
