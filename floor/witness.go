@@ -712,9 +712,9 @@ func (w *Witness) Scan(ctx context.Context) error {
 	// silence is how long a table last seen at seen has said nothing, as
 	// far as the floor can know: up to now when the witness is caught up;
 	// while it works through a backlog, up to the stream time below which
-	// every message is in the database (a table silent for a minute while
-	// the floor was behind is still found, and one whose rows wait in the
-	// backlog is not); else not at all.
+	// every message is in the database (a table whose rows wait in the
+	// backlog is never found silent; that time stands still while a dead
+	// witness's messages wait out the ack wait); else not at all.
 	silence := func(seen time.Time) (time.Duration, string) {
 		switch {
 		case current:
