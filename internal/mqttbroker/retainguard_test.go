@@ -209,14 +209,28 @@ func TestRetainGuardLetsGo(t *testing.T) {
 		t.Fatalf("the writer's retained publish after them: %v", tok.Error())
 	}
 	s := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Topics: []string{"r/#"}})
-	msgs := s.Wait(10*time.Second, "the retained r/pit and r/w", func(m []mqtttest.Msg) bool { return len(m) >= 2 })
-	time.Sleep(200 * time.Millisecond) // anything more would be here by now
-	got := map[string]string{}
-	for _, m := range s.Messages() {
-		got[m.Topic] = string(m.Payload)
+	retained := func(m []mqtttest.Msg) map[string]string {
+		got := map[string]string{}
+		for _, x := range m {
+			if x.Retained {
+				got[x.Topic] = string(x.Payload)
+			}
+		}
+		return got
 	}
-	if len(got) != 2 || got["r/pit"] != "0" || got["r/w"] != "w" || !msgs[0].Retained {
-		t.Fatalf("retained messages %v (retained flag %v), want r/pit=0 and r/w=w", got, msgs[0].Retained)
+	s.Wait(10*time.Second, "the retained r/pit and r/w", func(m []mqtttest.Msg) bool { return len(retained(m)) >= 2 })
+	time.Sleep(200 * time.Millisecond) // anything more would be here by now
+	msgs := s.Messages()
+	if got := retained(msgs); len(got) != 2 || got["r/pit"] != "0" || got["r/w"] != "w" {
+		t.Fatalf("retained messages %v, want r/pit=0 and r/w=w", got)
+	}
+	for _, m := range msgs {
+		// mochi acknowledges a QoS 1 publish before it sends it on, so the
+		// writer's may also reach a subscription made just after its PUBACK,
+		// live (without the retained flag); nothing else may.
+		if !m.Retained && (m.Topic != "r/w" || string(m.Payload) != "w") {
+			t.Fatalf("live message %+v, want none but the writer's r/w", m)
+		}
 	}
 }
 
