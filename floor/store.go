@@ -50,6 +50,28 @@ type Alert struct {
 	// key makes the alert unique per table and kind in the database: a
 	// second witness raising the same one stores nothing.
 	key string
+	// over is when an alert raised already over is resolved, stored with
+	// it (a silence found once the table has spoken again).
+	over time.Time
+}
+
+// settled is a, raised and resolved at once, as the two alerts a witness
+// publishes for it.
+func (a Alert) settled() []Alert {
+	if a.over.IsZero() {
+		return []Alert{a}
+	}
+	r := a
+	r.State, r.At = "resolved", a.over
+	return []Alert{a, r}
+}
+
+// overAt is when a is resolved as stored with it (nil: open).
+func (a Alert) overAt() *time.Time {
+	if a.over.IsZero() {
+		return nil
+	}
+	return &a.over
 }
 
 // Store is the floor's database: every witnessed row, fork, checkpoint,
@@ -338,6 +360,12 @@ func judge(tables []string, byTable map[string][]item, reads []tableRead, reg *R
 				st.cpSeq, st.cpSignedAt = c.Seq, &c.SignedAt
 			}
 		}
+		for _, q := range streamSilences(st, byTable[t], reg.heartbeat(t)) {
+			alerts = append(alerts, Alert{State: "raised", Table: t, Kind: AlertSilent, Seq: q.seq, Witness: witness, At: now, over: now,
+				key: strconv.FormatInt(q.from.UnixNano(), 10),
+				Message: fmt.Sprintf("nothing from %s in the floor stream from %s to %s (%s; heartbeat %s): found when row %d was witnessed, after it",
+					t, q.from.Format(time.RFC3339), q.to.Format(time.RFC3339), q.to.Sub(q.from).Round(time.Millisecond), reg.heartbeat(t), q.seq+1)})
+		}
 		seenAt := time.Time{}
 		for _, it := range byTable[t] {
 			if it.at.After(seenAt) {
@@ -379,6 +407,56 @@ func judge(tables []string, byTable map[string][]item, reads []tableRead, reg *R
 		w.resolveSilent = st.silent && (st.lastSeen == nil || seenAt.After(*st.lastSeen))
 	}
 	return out, alerts
+}
+
+// quiet is a silence found in the floor stream's own time: nothing from
+// a table between from and to; seq is its last row before.
+type quiet struct {
+	from, to time.Time
+	seq      int64
+}
+
+// streamSilences are the silences longer than hb that a batch's rows of a
+// table show in the stream's own time (when the stream stored each
+// message), against the table's line st: the scan finds a silence only
+// while it lasts and a witness is caught up, and a witness working
+// through a backlog, or one held up while a dead witness's messages wait
+// out the ack wait, would miss one that is over before it looks.
+//
+// A row counts only when it is the table's next (seq max+1, then
+// max+2, ...): a table sends in order, so no row of it came between, and
+// the checkpoints between are those of its rows before, sent with them.
+// Judging stops at the first row out of order (a gap, a resend), at a
+// message not from the stream, and where the table is already silent
+// (the scan found it; its next word resolves it).
+func streamSilences(st tableState, items []item, hb time.Duration) []quiet {
+	if st.silent || st.lastSeen == nil || hb <= 0 {
+		return nil
+	}
+	its := slices.Clone(items)
+	slices.SortStableFunc(its, func(a, b item) int { return a.at.Compare(b.at) })
+	var out []quiet
+	last, next := *st.lastSeen, st.max+1
+	for _, it := range its {
+		if it.at.IsZero() {
+			return out
+		}
+		if it.row != nil {
+			switch {
+			case it.row.Seq > next:
+				return out
+			case it.row.Seq == next:
+				if it.at.Sub(last) > hb {
+					out = append(out, quiet{from: last, to: it.at, seq: next - 1})
+				}
+				next++
+			}
+		}
+		if it.at.After(last) {
+			last = it.at
+		}
+	}
+	return out
 }
 
 // cpSig is c's signature check: the one done before the transaction, or

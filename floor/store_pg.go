@@ -311,8 +311,8 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 	// same alert a no-op), published by whoever stored it.
 	nAlerts := len(alerts)
 	for _, a := range alerts {
-		wr.Queue(s.sql(`INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
-			ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`), a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At)
+		wr.Queue(s.sql(`INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at, resolved_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)
+			ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`), a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At, a.overAt())
 	}
 	for _, t := range resolveSilent {
 		wr.Queue(s.sql(`UPDATE S.alerts SET resolved_at = $2 WHERE table_id = $1 AND kind = 'silent' AND resolved_at IS NULL RETURNING id, seq, message`), t, now)
@@ -337,7 +337,7 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 		}
 		a := alerts[k]
 		a.ID = id
-		out = append(out, a)
+		out = append(out, a.settled()...)
 	}
 	for _, t := range resolveSilent {
 		rows, err := bw.Query()
@@ -438,8 +438,8 @@ func (s *PGStore) markSilent(ctx context.Context, table string, seen time.Time) 
 }
 
 func (s *PGStore) raise(ctx context.Context, a Alert) (Alert, bool, error) {
-	err := s.pool.QueryRow(ctx, s.sql(`INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
-		ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`), a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At).Scan(&a.ID)
+	err := s.pool.QueryRow(ctx, s.sql(`INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at, resolved_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)
+		ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`), a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At, a.overAt()).Scan(&a.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, false, nil
 	}

@@ -330,7 +330,7 @@ func (s *SQLiteStore) apply(ctx context.Context, items []item, reg *Registry, wi
 			return nil, err
 		}
 		if stored {
-			raised = append(raised, a)
+			raised = append(raised, a.settled()...)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -364,8 +364,8 @@ func raiseIn(ctx context.Context, db querier, a Alert) (Alert, bool, error) {
 	err := query(ctx, db, func(rows *sql.Rows) error {
 		found = true
 		return rows.Scan(&a.ID)
-	}, `INSERT INTO alerts (table_id, kind, key, seq, message, tamper, witness, raised_at) VALUES (?,?,?,?,?,?,?,?)
-		ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`, a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At.UnixNano())
+	}, `INSERT INTO alerts (table_id, kind, key, seq, message, tamper, witness, raised_at, resolved_at) VALUES (?,?,?,?,?,?,?,?,?)
+		ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`, a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At.UnixNano(), ns(a.overAt()))
 	if err != nil {
 		return a, false, fmt.Errorf("floor database: alert: %w", err)
 	}

@@ -543,6 +543,88 @@ func TestWitnessScanBehind(t *testing.T) {
 	})
 }
 
+// TestStreamSilences: which of a batch's rows show a table silent past
+// its heartbeat in the stream's own time.
+func TestStreamSilences(t *testing.T) {
+	const hb = 10 * time.Second
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	row := func(seq int64, s int) item { return item{table: "T", row: &Row{Seq: seq}, at: at(s)} }
+	cp := func(s int) item { return item{table: "T", cp: &audit.Checkpoint{}, at: at(s)} }
+	seen := at(0)
+	line := tableState{known: true, contig: 10, max: 10, lastSeen: &seen}
+	for _, tc := range []struct {
+		name  string
+		st    tableState
+		items []item
+		want  []quiet
+	}{
+		{"next row within the heartbeat", line, []item{row(11, 10)}, nil},
+		{"next row after it", line, []item{row(11, 11)}, []quiet{{at(0), at(11), 10}}},
+		{"in the batch, between two rows", line, []item{row(13, 30), row(11, 5), row(12, 14)}, []quiet{{at(14), at(30), 12}}},
+		{"twice in one batch", line, []item{row(11, 11), row(12, 22)}, []quiet{{at(0), at(11), 10}, {at(11), at(22), 11}}},
+		{"a checkpoint between", line, []item{cp(6), row(11, 12)}, nil},
+		{"a resent row between", line, []item{row(7, 6), row(11, 12)}, nil},
+		{"a row out of order stops it", line, []item{row(12, 5), row(11, 30)}, nil},
+		{"a gap stops it", line, []item{row(12, 30)}, nil},
+		{"a message not from the stream stops it", line, []item{{table: "T", row: &Row{Seq: 11}}, row(12, 30)}, nil},
+		{"already found silent", tableState{contig: 10, max: 10, lastSeen: &seen, silent: true}, []item{row(11, 30)}, nil},
+		{"never seen", tableState{}, []item{row(1, 30)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := streamSilences(tc.st, tc.items, hb); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWitnessSilenceInStream: on each store, a table whose next row came
+// a heartbeat of stream time after its last word is alerted silent when
+// that row is witnessed, however late, raised and resolved at once, and
+// once; a scan after it finds nothing more.
+func TestWitnessSilenceInStream(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		var got []string
+		w, clk, reg, c := scanWitness(t, s, "BAC-12", 12, func(a Alert) { got = append(got, a.State+" "+a.Kind) })
+		items := rowItems(c.rows)
+		for i := range items {
+			items[i].at = t0.Add(time.Duration(i) * time.Second)
+		}
+		items[10].at = t0.Add(9*time.Second + time.Minute + time.Millisecond) // heartbeat 1m
+		items[11].at = items[10].at.Add(time.Second)
+		if _, err := s.apply(ctx, items[:10], reg, "w", t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		// Witnessed an hour late, and twice (a second witness's copy).
+		for range 2 {
+			a, err := s.apply(ctx, items[10:], reg, "w", t0.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.publish(a)
+		}
+		if !slices.Equal(got, []string{"raised silent", "resolved silent"}) {
+			t.Fatalf("published %v, want the silence raised and resolved once", got)
+		}
+		var msg string
+		var resolved bool
+		scanAll(t, s, func(scan func(...any) error) error { return scan(&msg, &resolved) },
+			`SELECT message, resolved_at IS NOT NULL FROM S.alerts WHERE table_id = $1 AND kind = 'silent'`, "BAC-12")
+		if !resolved || !strings.Contains(msg, "from 2026-11-25T12:00:09Z to 2026-11-25T12:01:09Z") || !strings.Contains(msg, "row 11") {
+			t.Fatalf("stored %q (resolved %v)", msg, resolved)
+		}
+		clk.Set(items[11].at.Add(time.Second))
+		w.setCaughtUp()
+		if err := w.Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if o := openAlertLines(t, s, func(a Alert) string { return a.Kind }); len(o) != 0 || len(got) != 2 {
+			t.Fatalf("after a scan: open %v, published %v", o, got)
+		}
+	})
+}
+
 // TestSeqRuns: the PostgreSQL store reads a batch's seqs as runs; the runs
 // must cover exactly the seqs asked for, no more.
 func TestSeqRuns(t *testing.T) {
