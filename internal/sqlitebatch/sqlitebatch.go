@@ -209,22 +209,6 @@ const (
 	Null    Type = C.TB_NULL
 )
 
-func (t Type) String() string {
-	switch t {
-	case Integer:
-		return "INTEGER"
-	case Float:
-		return "REAL"
-	case Text:
-		return "TEXT"
-	case Blob:
-		return "BLOB"
-	case Null:
-		return "NULL"
-	}
-	return fmt.Sprintf("Type(%d)", uint8(t))
-}
-
 // Value is one value of a row. Bytes (a text's or a blob's) is a view of
 // the batch's buffer: valid until the next call to Next.
 type Value struct {

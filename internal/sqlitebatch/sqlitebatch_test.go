@@ -69,6 +69,29 @@ func viaDriver(t testing.TB, db *sql.DB, query string, args ...int64) [][]any {
 	return out
 }
 
+// eachRow reads the rows of s's run batch by batch, decodes each into
+// vals and calls f, until f returns false (the next Run starts afresh);
+// it returns how many batches it read.
+func eachRow(t testing.TB, s *Stmt, vals []Value, f func() bool) (batches int, err error) {
+	for {
+		b, ok, err := s.Next()
+		if err != nil || !ok {
+			return batches, err
+		}
+		batches++
+		off := 0
+		for range b.Rows() {
+			off = b.Row(off, vals)
+			if !f() {
+				return batches, nil
+			}
+		}
+		if off != len(b.buf) {
+			t.Errorf("batch of %d rows: decoded %d of its %d bytes", b.Rows(), off, len(b.buf))
+		}
+	}
+}
+
 // viaBatches reads query's rows with this package, maxRows a batch into a
 // buffer of bufBytes, and returns them with how many batches it took.
 func viaBatches(t testing.TB, db *sql.DB, query string, maxRows, bufBytes int, args ...int64) (rows [][]any, batches int) {
@@ -88,25 +111,15 @@ func viaBatches(t testing.TB, db *sql.DB, query string, maxRows, bufBytes int, a
 			return err
 		}
 		vals := make([]Value, s.Columns())
-		for {
-			b, ok, err := s.Next()
-			if err != nil || !ok {
-				return err
+		batches, err = eachRow(t, s, vals, func() bool {
+			row := make([]any, len(vals))
+			for i, v := range vals {
+				row[i] = v.Any()
 			}
-			batches++
-			off := 0
-			for range b.Rows() {
-				off = b.Row(off, vals)
-				row := make([]any, len(vals))
-				for i, v := range vals {
-					row[i] = v.Any()
-				}
-				rows = append(rows, row)
-			}
-			if off != len(b.buf) {
-				t.Errorf("batch of %d rows: decoded %d of its %d bytes", b.Rows(), off, len(b.buf))
-			}
-		}
+			rows = append(rows, row)
+			return true
+		})
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -186,25 +199,14 @@ func TestRunRebinds(t *testing.T) {
 				return err
 			}
 			next := r[0]
-			for {
-				b, ok, err := s.Next()
-				if err != nil {
-					return err
+			if _, err := eachRow(t, s, vals, func() bool {
+				if vals[0].Int != next || vals[1].Int != next*next {
+					t.Errorf("range %v: row %d, %d; want %d, %d", r, vals[0].Int, vals[1].Int, next, next*next)
 				}
-				if !ok {
-					break
-				}
-				off := 0
-				for range b.Rows() {
-					off = b.Row(off, vals)
-					if vals[0].Int != next || vals[1].Int != next*next {
-						t.Errorf("range %v: row %d, %d; want %d, %d", r, vals[0].Int, vals[1].Int, next, next*next)
-					}
-					next++
-				}
-				if r == [2]int64{5, 60} && next > 20 {
-					break // stopped part-way: the next Run starts afresh
-				}
+				next++
+				return r != [2]int64{5, 60} || next <= 20 // stopped part-way: the next Run starts afresh
+			}); err != nil {
+				return err
 			}
 			if wantNext := min(r[1], 100) + 1; r != [2]int64{5, 60} && max(next, r[0]) != max(wantNext, r[0]) {
 				t.Errorf("range %v ended before %d, want before %d", r, next, wantNext)
@@ -253,17 +255,11 @@ func TestInTransaction(t *testing.T) {
 			return err
 		}
 		vals := make([]Value, 1)
-		for {
-			b, ok, err := s.Next()
-			if err != nil || !ok {
-				return err
-			}
-			off := 0
-			for range b.Rows() {
-				off = b.Row(off, vals)
-				got = append(got, string(vals[0].Bytes))
-			}
-		}
+		_, err = eachRow(t, s, vals, func() bool {
+			got = append(got, string(vals[0].Bytes))
+			return true
+		})
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -407,16 +403,7 @@ func viaBatchesCount(b *testing.B, db *sql.DB, query string) {
 		}
 		defer s.Close()
 		s.Run()
-		vals := make([]Value, 4)
-		for {
-			bt, ok, err := s.Next()
-			if err != nil || !ok {
-				return err
-			}
-			off := 0
-			for range bt.Rows() {
-				off = bt.Row(off, vals)
-			}
-		}
+		_, err = eachRow(b, s, make([]Value, 4), func() bool { return true })
+		return err
 	})
 }
