@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/threadprio"
 )
 
 // historyCheck is the full verification a recorder runs in the background
@@ -34,10 +34,7 @@ func (h *historyCheck) start(r *Recorder, keys []ed25519.PublicKey, snapSeq int6
 	h.cancel, h.done = cancel, make(chan struct{})
 	go func() {
 		defer close(h.done)
-		// The thread is not handed back (no UnlockOSThread): its
-		// priority dies with it.
-		runtime.LockOSThread()
-		lowerPriority()
+		threadprio.Lowest()
 		began := time.Now()
 		err := checkHistory(ctx, r.store.TrailPath(), r.opt.Config, keys)
 		if ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/tablectl/tablectl/internal/sqlitebatch"
+	"github.com/tablectl/tablectl/internal/threadprio"
 )
 
 // Verify's time is reading, not hashing: SQLite stepping through the rows
@@ -313,12 +314,12 @@ func scanTrailRanges(ctx context.Context, tx *sql.Tx, conns []*sql.Conn, visit f
 	// of the bytes a verify allocated (large objects, zeroed), and so of
 	// the collector's work.
 	free := make(chan []scanRow, (len(conns)+1)*perRange)
-	nice := threadNice()
+	nice := threadprio.Nice()
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sameNice(nice)
+			threadprio.Same(nice)
 			readRanges(ctx, c, jobs, done, free)
 		}()
 	}
@@ -339,18 +340,6 @@ func scanTrailRanges(ctx context.Context, tx *sql.Tx, conns []*sql.Conn, visit f
 		}
 	}
 	return ctx.Err()
-}
-
-// sameNice gives the calling goroutine's thread the nice value of the
-// thread that called Verify: the background check of the history runs at
-// nice 19, its readers too. A thread changed is never handed back.
-func sameNice(nice int) {
-	runtime.LockOSThread()
-	if threadNice() == nice {
-		runtime.UnlockOSThread()
-		return
-	}
-	setThreadNice(nice)
 }
 
 // readRanges reads the jobs' ranges on c until there are none or done is

@@ -337,31 +337,6 @@ func FuzzCanonicalTime(f *testing.F) {
 	})
 }
 
-// TestReadersTakeTheCallersNice: the background check of the history runs
-// at nice 19 on a thread of its own; the goroutines Verify starts must not
-// run at the process's priority.
-func TestReadersTakeTheCallersNice(t *testing.T) {
-	got := make(chan [2]int)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with its priority
-		lowerPriority()
-		caller := threadNice()
-		inner := make(chan int)
-		go func() {
-			sameNice(caller)
-			inner <- threadNice()
-		}()
-		got <- [2]int{caller, <-inner}
-	}()
-	n := <-got
-	if runtime.GOOS == "linux" && n[0] != 19 {
-		t.Fatalf("the caller's thread has nice %d after lowerPriority", n[0])
-	}
-	if n[1] != n[0] {
-		t.Errorf("a reader runs at nice %d, its caller at %d", n[1], n[0])
-	}
-}
-
 // TestVerifyOneConnection: a pool that allows one connection gets a
 // verify on that one, not a verify waiting for a second forever.
 func TestVerifyOneConnection(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tablectl/tablectl/internal/threadprio"
 )
 
 // FindingKind says what Verify found wrong.
@@ -310,9 +312,9 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 	keep := func(seq int64) bool { return len(opt.PublicKeys) > 0 && (opt.EverySignature || anchors[seq]) }
 	feed := newCPFeed()
 	if len(others) == 2 {
-		nice := threadNice()
+		nice := threadprio.Nice()
 		go func() {
-			sameNice(nice)
+			threadprio.Same(nice)
 			readStoredCheckpoints(ctx, others[1], r.table, keep, feed)
 		}()
 		defer feed.result() // before its connection is closed
@@ -704,13 +706,13 @@ func verifySignatures(n int, check func(i int)) <-chan struct{} {
 	done := make(chan struct{})
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	nice := threadNice()
+	nice := threadprio.Nice()
 	for range min(runtime.GOMAXPROCS(0), max(n, 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if n > 0 {
-				sameNice(nice)
+				threadprio.Same(nice)
 			}
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				check(i)

@@ -67,7 +67,8 @@ type WebConfig struct {
 	// view (behind the pit's credentials).
 	Recall Recaller
 	// DealerStats, when set, serves the figures per dealer (audit/stats)
-	// to the pit view (behind the pit's credentials).
+	// to the pit view (behind the pit's credentials). An error matching
+	// ErrNotReady is a 503 the page retries.
 	DealerStats func() (stats.Report, error)
 }
 
@@ -108,6 +109,11 @@ const (
 
 // ErrWebConfig reports a web display configuration that cannot work.
 var ErrWebConfig = errors.New("web display configuration")
+
+// ErrNotReady says figures are still being read (the dealer figures read
+// the trail's history in the background at start): the caller answers
+// 503 and asks the page to come back.
+var ErrNotReady = errors.New("not ready yet")
 
 // WebHandler serves the web display, and hands every other request to next
 // (the controller's read-only endpoints, display.Handler; nil answers 404):
@@ -172,6 +178,11 @@ func WebHandler(cfg WebConfig, next http.Handler) (http.Handler, error) {
 				return
 			}
 			rep, err := cfg.DealerStats()
+			if errors.Is(err, ErrNotReady) {
+				rw.Header().Set("Retry-After", "5")
+				writeJSON(rw, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+				return
+			}
 			if err != nil {
 				writeJSON(rw, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 				return

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"flag"
 	"io"
 	"net/http"
@@ -397,6 +398,15 @@ func TestWebPitDealerStats(t *testing.T) {
 	srv = webServer(t, cfg)
 	if r := webGet(t, srv.URL+"/pit/stats", cfg.PitUser, cfg.PitPassword); r.code != http.StatusInternalServerError || !strings.Contains(r.body, "broken") {
 		t.Errorf("GET /pit/stats failing = %d %s", r.code, r.body)
+	}
+	// Just after a start the figures are still read from the trail: the
+	// page is told to come back.
+	cfg.DealerStats = func() (stats.Report, error) {
+		return stats.Report{}, fmt.Errorf("%w: reading 9 rows", ErrNotReady)
+	}
+	srv = webServer(t, cfg)
+	if r := webGet(t, srv.URL+"/pit/stats", cfg.PitUser, cfg.PitPassword); r.code != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || !strings.Contains(r.body, "reading 9 rows") {
+		t.Errorf("GET /pit/stats not ready = %d %v %s", r.code, r.header, r.body)
 	}
 	cfg.DealerStats = nil
 	srv = webServer(t, cfg)

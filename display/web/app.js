@@ -555,13 +555,27 @@
         })
         .then((list) => { state.recall = Array.isArray(list) ? list : []; state.recallError = ''; schedule(); })
         .catch((err) => { state.recallError = 'Recall unavailable: ' + err.message; schedule(); });
-      if (settings.dealer_stats) {
-        fetch(url(settings.dealer_stats), { cache: 'no-store', credentials: 'same-origin' })
-          .then((resp) => (resp.ok ? resp.json() : null))
-          .then((rep) => { state.dealerStats = rep; schedule(); })
-          .catch(() => {});
-      }
+      fetchDealerStats();
     }, 150);
+  }
+
+  // The figures per dealer. Just after a start the controller is still
+  // reading them from the trail (503): ask again when it says.
+  let dealerStatsTimer = 0;
+  function fetchDealerStats() {
+    if (!settings.dealer_stats) return;
+    clearTimeout(dealerStatsTimer);
+    fetch(url(settings.dealer_stats), { cache: 'no-store', credentials: 'same-origin' })
+      .then((resp) => {
+        if (resp.status === 503) {
+          const after = Number(resp.headers.get('Retry-After')) || 5;
+          dealerStatsTimer = setTimeout(fetchDealerStats, after * 1000);
+          return undefined;
+        }
+        return resp.ok ? resp.json() : null;
+      })
+      .then((rep) => { if (rep !== undefined) { state.dealerStats = rep; schedule(); } })
+      .catch(() => {});
   }
 
   // ----------------------------------------------------------------- MQTT

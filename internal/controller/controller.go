@@ -207,12 +207,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		closeKey()
 		return nil, err
 	}
-	// Nothing commits until the parts run: the figures read here miss no row.
-	ds, err := loadDealerStats(ctx, rec.Store())
-	if err != nil {
-		return fail(err)
-	}
-	ctl.dealers.Store(ds)
+	// The figures' history is read once the parts run (Run); rows
+	// committed from now on are the figures' too.
+	ctl.dealers.Store(newDealerStats(rec.Store().Head().Seq))
 	if c.MQTT != nil {
 		if pub, err = ctl.startMQTT(ctx, tc, hooks.Clock); err != nil {
 			return fail(err)
@@ -540,6 +537,7 @@ func (ctl *Controller) Run(ctx context.Context) error {
 	parts.start("rejection summaries", func() { ctl.summariseRejects(ctx) })
 	parts.start("self-checks", func() { ctl.runSelfChecks(ctx) })
 	parts.start("disk watch", func() { ctl.watchDisk(ctx) })
+	parts.start("dealer figures", func() { ctl.loadDealerStats(ctx) })
 	if ctl.sealed != nil {
 		parts.start("segment retention", func() { ctl.retainSegments(ctx) })
 	}

@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +15,11 @@ import (
 	"github.com/tablectl/tablectl/audit/stats"
 	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/selfcheck"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
 // TestDealerSignInOverMQTT: a supervisor signs a dealer in and out with
@@ -69,6 +74,9 @@ func TestDealerSignInOverMQTT(t *testing.T) {
 		t.Fatalf("trail holds %d sign-ins and %d sign-outs", ins, outs)
 	}
 	rp, err := mc.ctl.dealers.Load().report()
+	for deadline := time.Now().Add(mqWait); errors.Is(err, display.ErrNotReady) && time.Now().Before(deadline); rp, err = mc.ctl.dealers.Load().report() {
+		time.Sleep(10 * time.Millisecond) // the history is read in the background
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,5 +173,107 @@ func TestSelfCheckPeriodic(t *testing.T) {
 	check(next, coup.SelfCheckOK)
 	if _, pit := ctl.rec.View(); pit.Suspended {
 		t.Fatalf("still suspended after a passing check: %+v", pit.Alerts)
+	}
+}
+
+// TestDealerFiguresReadBehindTheCards: the figures per dealer read the
+// trail's history in the background (start-up does not wait for them),
+// and every row counts once, in order, whether it was in the history read,
+// committed before the read began, or committed while it ran. The history
+// is a shoe dealt through a controller; the figures are held to
+// stats.Compute over the whole trail.
+func TestDealerFiguresReadBehindTheCards(t *testing.T) {
+	r := newRig(t, shoesim.Options{Seed: 411, Coups: 4}, tableConfig(t, nil))
+	r.deal(reveal(4))
+	ctx := context.Background()
+	var recs []audit.Record
+	for rec, err := range r.ctl.rec.Store().Events(ctx, audit.Query{Kinds: stats.Kinds}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	want, err := stats.Compute(func(yield func(audit.Record, error) bool) {
+		for _, rec := range recs {
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}, stats.Options{By: stats.ByDealer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Total.Coups != 4 {
+		t.Fatalf("the trail's figures count %d coups, want 4", want.Total.Coups)
+	}
+	wantJSON, _ := json.Marshal(want)
+	same := func(what string, d *dealerStats) {
+		t.Helper()
+		rep, err := d.report()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got, _ := json.Marshal(rep); string(got) != string(wantJSON) {
+			t.Errorf("%s: figures\n%s\nwant\n%s", what, got, wantJSON)
+		}
+	}
+	commit := func(d *dealerStats, rs []audit.Record) {
+		for _, rec := range rs {
+			d.commit(audit.Commit{Records: []audit.Record{rec}})
+		}
+	}
+	// The controller's own figures, read in the background at its start.
+	deadline := time.Now().Add(mqWait)
+	for _, err := r.ctl.dealers.Load().report(); errors.Is(err, display.ErrNotReady); _, err = r.ctl.dealers.Load().report() {
+		if time.Now().After(deadline) {
+			t.Fatal("the controller's dealer figures are still not read")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	same("the controller's figures", r.ctl.dealers.Load())
+
+	// Every split of the rows between the history, the commits before the
+	// read and those during it.
+	for split := 0; split <= len(recs); split++ {
+		var upTo int64
+		if split > 0 {
+			upTo = recs[split-1].Seq
+		}
+		d := newDealerStats(upTo)
+		before, during := (len(recs)-split)/3, 0
+		if split > 0 { // an empty history is not read at all
+			during = (len(recs) - split) / 3
+		}
+		commit(d, recs[split:split+before])
+		if _, err := d.report(); !errors.Is(err, display.ErrNotReady) {
+			t.Fatalf("split %d: before the read, report says %v; want not ready", split, err)
+		}
+		rows := func(yield func(audit.Record, error) bool) {
+			for i, rec := range recs[:split] {
+				if i == split/2 {
+					commit(d, recs[split+before:split+before+during])
+				}
+				if !yield(rec, nil) {
+					return
+				}
+			}
+		}
+		done := make(chan error)
+		go func() { done <- d.load(ctx, rows) }() // its thread goes to nice 19 and dies with the goroutine
+		if err := <-done; err != nil {
+			t.Fatalf("split %d: load: %v", split, err)
+		}
+		commit(d, recs[split+before+during:])
+		same(fmt.Sprintf("split %d (%d rows in the history, %d committed before the read, %d during it)", split, split, before, during), d)
+	}
+
+	// A history that cannot be read is an error the pit view shows.
+	d := newDealerStats(9)
+	broken := func(yield func(audit.Record, error) bool) { yield(audit.Record{}, errors.New("disk I/O error")) }
+	if err := d.load(ctx, broken); err == nil {
+		t.Fatal("load of a failing read: no error")
+	}
+	if _, err := d.report(); err == nil || !strings.Contains(err.Error(), "disk I/O error") {
+		t.Errorf("report after a failed read: %v", err)
 	}
 }
