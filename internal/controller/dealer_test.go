@@ -193,13 +193,7 @@ func TestDealerFiguresReadBehindTheCards(t *testing.T) {
 		}
 		recs = append(recs, rec)
 	}
-	want, err := stats.Compute(func(yield func(audit.Record, error) bool) {
-		for _, rec := range recs {
-			if !yield(rec, nil) {
-				return
-			}
-		}
-	}, stats.Options{By: stats.ByDealer})
+	want, err := stats.Compute(recordsOf(recs), stats.Options{By: stats.ByDealer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -406,13 +407,7 @@ func trailState(t *testing.T, path string, tc coup.TableConfig) (tableState, []a
 		}
 		rows = append(rows, row)
 	}
-	rp, err := audit.Replay(func(yield func(audit.Record, error) bool) {
-		for _, row := range rows {
-			if !yield(row, nil) {
-				return
-			}
-		}
-	}, tc, audit.ReplayVisitor{})
+	rp, err := audit.Replay(recordsOf(rows), tc, audit.ReplayVisitor{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -716,4 +711,15 @@ func runFailing(t *testing.T, args ...string) (int, string) {
 		code = ee.ExitCode()
 	}
 	return code, out.String()
+}
+
+// recordsOf gives rows as the trail's readers do, with no error.
+func recordsOf(rows []audit.Record) iter.Seq2[audit.Record, error] {
+	return func(yield func(audit.Record, error) bool) {
+		for _, row := range rows {
+			if !yield(row, nil) {
+				return
+			}
+		}
+	}
 }
