@@ -63,12 +63,9 @@ func (d *dealerStats) load(ctx context.Context, rows iter.Seq2[audit.Record, err
 	if d.err == nil {
 		d.err = readErr
 	}
-	for _, r := range d.pending {
-		if err := hist.Take(r); err != nil && d.err == nil {
-			d.err = err
-		}
-	}
-	d.col, d.pending = hist, nil
+	d.col = hist
+	d.take(d.pending)
+	d.pending = nil
 	return readErr
 }
 
@@ -84,7 +81,13 @@ func (d *dealerStats) commit(c audit.Commit) {
 		}
 		return
 	}
-	for _, r := range c.Records {
+	d.take(c.Records)
+}
+
+// take gives rs to the figures, keeping the first row they could not
+// take. The caller holds d.mu.
+func (d *dealerStats) take(rs []audit.Record) {
+	for _, r := range rs {
 		if err := d.col.Take(r); err != nil && d.err == nil {
 			d.err = err
 		}
