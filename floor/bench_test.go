@@ -24,6 +24,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/floortest"
+	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/logtail"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/natsserver"
@@ -264,7 +265,7 @@ func BenchmarkAlertToFloorView(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	port, _ := mosquitto.FreePort()
+	port, _ := freeport.Loopback()
 	conf := b.TempDir() + "/mosquitto.conf"
 	os.WriteFile(conf, fmt.Appendf(nil, "listener %d 127.0.0.1\nallow_anonymous true\nlog_dest stderr\nlog_type information\n%s", port, bridge), 0o644)
 	mq, err := mosquitto.Start(conf, 10*time.Second)

@@ -17,6 +17,7 @@ import (
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/floorsim"
 	"github.com/tablectl/tablectl/internal/floortest"
+	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/logtail"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/natsserver"
@@ -61,7 +62,7 @@ func TestBridgeQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, _ := mosquitto.FreePort()
+	port, _ := freeport.Loopback()
 	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
 	os.WriteFile(conf, fmt.Appendf(nil, "listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\nlog_type all\nmax_queued_messages 200000\nmax_inflight_messages 100\n%s", port, bridge), 0o644)
 	mq, err := mosquitto.Start(conf, 10*time.Second)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 )
 
@@ -43,7 +44,7 @@ type benchBroker struct {
 // startBenchBroker starts Mosquitto on a free loopback port with its
 // configuration in dir, and returns once it says it is running.
 func startBenchBroker(dir string) (*benchBroker, error) {
-	port, err := mosquitto.FreePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return nil, err
 	}

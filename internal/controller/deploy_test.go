@@ -24,6 +24,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/testenv"
@@ -57,7 +58,7 @@ func deployedMosquitto(t *testing.T, users map[string]string) (url string, proc 
 	}
 	var ports [3]int
 	for i := range ports {
-		if ports[i], err = mosquitto.FreePort(); err != nil {
+		if ports[i], err = freeport.Loopback(); err != nil {
 			t.Fatal(err)
 		}
 	}

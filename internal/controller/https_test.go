@@ -17,7 +17,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display"
-	"github.com/tablectl/tablectl/internal/mosquitto"
+	"github.com/tablectl/tablectl/internal/freeport"
 )
 
 // TestHTTPS: with http.cert_file and http.key_file the endpoints are
@@ -25,7 +25,7 @@ import (
 func TestHTTPS(t *testing.T) {
 	dir := t.TempDir()
 	crt, key := testCert(t, dir)
-	port, err := mosquitto.FreePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}

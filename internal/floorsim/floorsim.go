@@ -36,6 +36,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/logtail"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
@@ -406,7 +407,7 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 	if err := os.WriteFile(filepath.Join(dir, "supervisors.json"), keyring, 0o644); err != nil {
 		return nil, err
 	}
-	mosqPort, err := freePort()
+	mosqPort, err := freeport.Loopback()
 	if err != nil {
 		return nil, err
 	}
@@ -749,13 +750,4 @@ func (p *Proxy) forward(c net.Conn) {
 	delete(p.conns, c)
 	delete(p.conns, up)
 	p.mu.Unlock()
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

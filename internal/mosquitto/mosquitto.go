@@ -7,22 +7,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"strings"
 	"sync"
 	"time"
 )
-
-// FreePort returns a loopback TCP port nothing listens on now.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
 
 // Process is a running Mosquitto.
 type Process struct {

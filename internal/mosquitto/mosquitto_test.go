@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/freeport"
 )
 
 func writeConf(t *testing.T, body string) string {
@@ -21,7 +23,7 @@ func writeConf(t *testing.T, body string) string {
 
 // TestStartAndKill: Start returns with the listener open; Kill closes it.
 func TestStartAndKill(t *testing.T) {
-	port, err := FreePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}

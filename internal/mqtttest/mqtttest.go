@@ -17,6 +17,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
@@ -68,7 +69,7 @@ type Mosquitto struct {
 func StartMosquitto(t testing.TB, extra string) *Mosquitto {
 	t.Helper()
 	testenv.Command(t, "mosquitto", "mosquitto")
-	port, err := mosquitto.FreePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}

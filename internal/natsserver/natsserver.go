@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/tablectl/tablectl/internal/freeport"
 )
 
 // BinaryEnv names a nats-server binary to use instead of the one on PATH.
@@ -105,7 +107,7 @@ func start(ctx context.Context, c *Cluster, n int) (*Cluster, error) {
 	dir := c.dir
 	ports := make([]int, 0, 3*n)
 	for range 3 * n {
-		p, err := freePort()
+		p, err := freeport.Loopback()
 		if err != nil {
 			return nil, err
 		}
@@ -319,15 +321,6 @@ func (c *Cluster) Log(i int) string {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	return nd.log.String()
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func tail(s string, n int) string {
