@@ -31,6 +31,7 @@ func TestBenchQuick(t *testing.T) {
 	want := []string{
 		"Card to display (PTY → reader → audit commit → MQTT QoS 1 subscriber)",
 		"Floor: one SQLite FULL commit + one QoS 1 publish to subscriber, no controller",
+		"Card to table display (… → public/coup and public/shoe at QoS 0, as the web display takes them)",
 		"Throughput, whole path: paced at the goal, then at full speed",
 		"Audit verify",
 		"Audit verify --every-signature",

@@ -137,13 +137,14 @@ type Row struct {
 
 // The rows, in the table's order. The test checks every one is printed.
 var benchRowIDs = []string{
-	"card_to_display", "floor", "throughput", "verify", "verify_every", "replay", "odds", "startup", "startup_long", "segment_cutover", "memory", "cpu",
+	"card_to_display", "floor", "card_to_view", "throughput", "verify", "verify_every", "replay", "odds", "startup", "startup_long", "segment_cutover", "memory", "cpu",
 }
 
 // benchRowWhat names each row in the table.
 var benchRowWhat = map[string]string{
 	"card_to_display": "Card to display (PTY → reader → audit commit → MQTT QoS 1 subscriber)",
 	"floor":           "Floor: one SQLite FULL commit + one QoS 1 publish to subscriber, no controller",
+	"card_to_view":    "Card to table display (… → public/coup and public/shoe at QoS 0, as the web display takes them)",
 	"throughput":      "Throughput, whole path: paced at the goal, then at full speed",
 	"verify":          "Audit verify",
 	"verify_every":    "Audit verify --every-signature",
@@ -210,7 +211,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		defer b.stop()
 		o.Broker = b.url
-		rep.Options.Broker = "a Mosquitto of its own on " + b.url + " (max_queued_messages 0, max_inflight_messages 100)"
+		rep.Options.Broker = "a Mosquitto of its own on " + b.url + " (max_queued_messages 0, max_inflight_messages 100, set_tcp_nodelay true)"
 		defer func() {
 			if b.dropped() {
 				fmt.Fprintf(o.Progress, "bench: the broker dropped messages:\n%s", b.output())
@@ -257,6 +258,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	step("card to display", []string{"card_to_display", "floor"}, func(ctx context.Context, d string) ([]Row, error) {
 		return benchLatency(ctx, o, d)
 	})
+	step("display", []string{"card_to_view"}, func(ctx context.Context, d string) ([]Row, error) {
+		return benchDisplay(ctx, o, d)
+	})
 	step("throughput", []string{"throughput"}, func(ctx context.Context, d string) ([]Row, error) {
 		return benchThroughput(ctx, o, d)
 	})
@@ -284,7 +288,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 // Parts are the parts --only may name, in the order they run.
-var Parts = []string{"odds", "trail", "startup", "segment", "latency", "throughput", "footprint"}
+var Parts = []string{"odds", "trail", "startup", "segment", "latency", "display", "throughput", "footprint"}
 
 // benchPartName is the --only name of a step.
 func benchPartName(step string) string {

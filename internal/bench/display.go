@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/shoeread"
+	"github.com/tablectl/tablectl/shoeread/shoesim"
+)
+
+// benchDisplay measures what a player sees: a card from the shoe to the
+// table display's public/coup and public/shoe, taken as
+// display/web/app.js takes them, at QoS 0 beside status and public/roads,
+// on a connection of its own. Card to display times pit/events, the row
+// itself, which the pit's systems take; the views go out after it, once
+// the publisher's copy of the table has taken the commit's rows. Paced as
+// card to display: a sentence once the row and the views of the one
+// before have arrived and the gap has passed.
+func benchDisplay(ctx context.Context, o Options, dir string) ([]Row, error) {
+	prefix := "tablectl-bench/" + benchID()
+	sub, err := subscribeBench(ctx, o.Broker, prefix, "")
+	if err != nil {
+		return nil, err
+	}
+	defer sub.close()
+	defer clearRetained(o.Broker, prefix)
+	views, err := subscribeViews(o.Broker, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer views.close()
+	live, err := startBenchLive(ctx, o, filepath.Join(dir, "controller"), prefix, sub)
+	if err != nil {
+		return nil, err
+	}
+	p, _ := coup.BuiltinProfile(o.Profile)
+	var took, tookCoup []time.Duration // until both views have come; until public/coup has
+	var last viewKey                   // the view of the last card
+	line, err := newBenchLine(live.pty, func(ev shoeread.Event, wrote time.Time) error {
+		if _, ok := ev.Input(time.Time{}); !ok {
+			return nil // a heartbeat: nothing is recorded
+		}
+		if err := sub.wait(ctx, 30*time.Second, fmt.Sprintf("the row of shoe sentence %d", ev.Seq), func(s *benchState) bool {
+			_, ok := s.arrived[ev.Seq]
+			return ok
+		}); err != nil {
+			return err
+		}
+		if ev.Kind == shoeread.KindCard {
+			var at [2]viewArrival
+			for w := range at {
+				v, err := views.next(ctx, 30*time.Second, w, last)
+				if err != nil {
+					return fmt.Errorf("the views of shoe sentence %d: %w", ev.Seq, err)
+				}
+				at[w] = v
+			}
+			last = at[viewCoup].key
+			tookCoup = append(tookCoup, at[viewCoup].at.Sub(wrote))
+			both := at[viewCoup].at
+			if at[viewShoe].at.After(both) {
+				both = at[viewShoe].at
+			}
+			took = append(took, both.Sub(wrote))
+		}
+		time.Sleep(o.Gap)
+		if len(took) >= o.Cards {
+			return errBenchStop
+		}
+		return nil
+	})
+	if err != nil {
+		live.stop()
+		return nil, err
+	}
+	sim, err := shoesim.New(shoesim.Options{Seed: o.Seed, Decks: p.Decks, Shoes: shoesFor(o.Cards, p.Decks)}, line, clock.Real, quietLog())
+	if err != nil {
+		live.stop()
+		return nil, err
+	}
+	simErr := sim.Run(ctx, false)
+	if errors.Is(simErr, errBenchStop) {
+		simErr = nil
+	}
+	if err := errors.Join(simErr, live.stop()); err != nil {
+		return nil, err
+	}
+	if len(took) < o.Cards {
+		return nil, fmt.Errorf("the simulator dealt %d cards, want %d", len(took), o.Cards)
+	}
+	d, dc := distOf(took), distOf(tookCoup)
+	vals := d.values("")
+	for k, v := range dc.values("coup_") {
+		vals[k] = v
+	}
+	return []Row{{ID: "card_to_view", Result: d.String(), Goal: "reference", Verdict: VerdictInfo,
+		Detail: fmt.Sprintf("%d cards, each written once its row and views had arrived and %s had passed; "+
+			"the time until a subscriber taking status, public/coup, public/shoe and public/roads at QoS 0, "+
+			"as the web display does, has both the public/coup and the public/shoe that show the card "+
+			"(public/coup alone: %s); %d cards over 10 ms",
+			d.N, o.Gap, dc, countOver(took, 10*time.Millisecond)),
+		Values: vals}}, nil
+}
+
+func countOver(ds []time.Duration, limit time.Duration) int {
+	n := 0
+	for _, d := range ds {
+		if d > limit {
+			n++
+		}
+	}
+	return n
+}
+
+// viewKey orders the public views by the cards they show: every card
+// drawn from the shoe, burns included, moves cards_dealt on.
+type viewKey struct{ shoe, dealt int }
+
+func (k viewKey) after(o viewKey) bool {
+	return k.shoe > o.shoe || k.shoe == o.shoe && k.dealt > o.dealt
+}
+
+type viewArrival struct {
+	key viewKey
+	at  time.Time
+}
+
+// The views a card changes: the table (the cards themselves) and the
+// shoe (cards dealt and remaining).
+const (
+	viewCoup = iota
+	viewShoe
+)
+
+// viewSub subscribes as a table display does and timestamps each
+// public/coup and public/shoe as paho hands it over, before decoding it.
+type viewSub struct {
+	c paho.Client
+
+	mu     sync.Mutex
+	views  [2][]viewArrival
+	from   [2]int // views before these are spent
+	notify chan struct{}
+}
+
+func subscribeViews(broker, prefix string) (*viewSub, error) {
+	s := &viewSub{notify: make(chan struct{})}
+	po := paho.NewClientOptions().AddBroker(broker).SetClientID("tablectl-bench-display-" + benchID()).
+		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second).SetOrderMatters(true)
+	s.c = paho.NewClient(po)
+	if tok := s.c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		return nil, fmt.Errorf("display subscriber: connect to %s: %v", broker, errOr(tok.Error(), "no answer in 10s"))
+	}
+	topics := mqttpub.Topics{Prefix: prefix}
+	which := map[string]int{topics.Topic(mqttpub.TopicPublicCoup): viewCoup, topics.Topic(mqttpub.TopicPublicShoe): viewShoe}
+	filters := map[string]byte{}
+	for _, t := range []string{mqttpub.TopicStatus, mqttpub.TopicPublicCoup, mqttpub.TopicPublicShoe, mqttpub.TopicPublicRoads} {
+		filters[topics.Topic(t)] = 0 // as display/web/app.js subscribes
+	}
+	tok := s.c.SubscribeMultiple(filters, func(_ paho.Client, m paho.Message) {
+		at := time.Now()
+		w, ok := which[m.Topic()]
+		if !ok {
+			return
+		}
+		var v struct {
+			Shoe  int `json:"shoe"`
+			Dealt int `json:"cards_dealt"`
+		}
+		if json.Unmarshal(m.Payload(), &v) != nil {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.views[w] = append(s.views[w], viewArrival{key: viewKey{v.Shoe, v.Dealt}, at: at})
+		close(s.notify)
+		s.notify = make(chan struct{})
+	})
+	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		s.c.Disconnect(0)
+		return nil, fmt.Errorf("display subscriber: subscribe: %v", errOr(tok.Error(), "no answer in 10s"))
+	}
+	return s, nil
+}
+
+// next waits for the first view of kind w that shows a card after last's,
+// and spends the views before it.
+func (s *viewSub) next(ctx context.Context, timeout time.Duration, w int, last viewKey) (viewArrival, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		for i := s.from[w]; i < len(s.views[w]); i++ {
+			if v := s.views[w][i]; v.key.dealt > 0 && v.key.after(last) {
+				s.from[w] = i + 1
+				s.mu.Unlock()
+				return v, nil
+			}
+		}
+		s.from[w] = len(s.views[w])
+		ch := s.notify
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return viewArrival{}, ctx.Err()
+		case <-t.C:
+			return viewArrival{}, fmt.Errorf("no %s showing a card after shoe %d, card %d, in %s", []string{"public/coup", "public/shoe"}[w], last.shoe, last.dealt, timeout)
+		}
+	}
+}
+
+func (s *viewSub) close() { s.c.Disconnect(100) }
