@@ -55,8 +55,7 @@ type Options struct {
 	Session         time.Duration // footprint: virtual length of the session
 	SessionWall     time.Duration // footprint: real time it is compressed into
 	Sample          time.Duration // footprint: RSS sampling interval
-	// Only names the parts to run (odds, trail, latency, throughput,
-	// footprint); empty runs them all.
+	// Only names the parts to run (Parts); empty runs them all.
 	Only []string
 
 	// Tablectl is the tablectl binary the footprint runs as `tablectl run`
