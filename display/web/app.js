@@ -629,8 +629,15 @@
       state.conn = 'online';
       state.connDetail = '';
       const subs = {};
-      // Command replies are QoS 1: a lost reply leaves the console waiting.
-      for (const t of Object.values(topics)) subs[t] = { qos: t === topics.reply ? 1 : 0 };
+      // One QoS for every topic of a connection. The pit takes its command
+      // replies at QoS 1 (a lost reply leaves the console waiting), so it
+      // takes the rest at QoS 1 too: a QoS 0 delivery gets no PUBACK, the
+      // browser's kernel then acknowledges it up to 40 ms late, and
+      // Mosquitto (Nagle's algorithm on) holds the next message, the
+      // reply, until it does (TestDeployMosquittoPitReplies). A public
+      // display takes everything at QoS 0.
+      const qos = topics.reply ? 1 : 0;
+      for (const t of Object.values(topics)) subs[t] = { qos };
       client.subscribe(subs, (err) => {
         if (err) { state.connDetail = 'subscribe refused: ' + err.message; schedule(); }
       });

@@ -210,7 +210,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		defer b.stop()
 		o.Broker = b.url
-		rep.Options.Broker = "a Mosquitto of its own on " + b.url + " (max_queued_messages 0, max_inflight_messages 100, set_tcp_nodelay true)"
+		rep.Options.Broker = "a Mosquitto of its own on " + b.url + " (max_queued_messages 0, max_inflight_messages 100)"
 		defer func() {
 			if b.dropped() {
 				fmt.Fprintf(o.Progress, "bench: the broker dropped messages:\n%s", b.output())

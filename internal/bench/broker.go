@@ -17,8 +17,7 @@ import (
 // limit of 1,000 queued messages drops messages for a subscriber that
 // falls behind a burst, and the bench would wait for rows that never come.
 // With no limit a slow subscriber is queued for, and the measured rate is
-// the slowest part's. The in-flight window and Nagle's algorithm off
-// (set_tcp_nodelay) are deploy/mosquitto's.
+// the slowest part's. The in-flight window is deploy/mosquitto's.
 const benchBrokerConf = `# written by tablectl bench
 listener %d 127.0.0.1
 allow_anonymous true
@@ -27,7 +26,6 @@ user root
 persistence false
 max_queued_messages 0
 max_inflight_messages 100
-set_tcp_nodelay true
 log_dest stderr
 log_type error
 log_type warning

@@ -482,7 +482,6 @@ log_type notice
 log_type information
 max_queued_messages 200000
 max_inflight_messages 100
-set_tcp_nodelay true
 %s`, mosqPort, bridge)
 	if err := os.WriteFile(t.mosqConf, []byte(mc), 0o644); err != nil {
 		return nil, err
