@@ -11,11 +11,8 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/shoeread"
-	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
 // benchDisplay measures what a player sees: a card from the shoe to the
@@ -43,10 +40,9 @@ func benchDisplay(ctx context.Context, o Options, dir string) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, _ := coup.BuiltinProfile(o.Profile)
 	var took, tookCoup []time.Duration // until both views have come; until public/coup has
 	var last viewKey                   // the view of the last card
-	line, err := newBenchLine(live.pty, func(ev shoeread.Event, wrote time.Time) error {
+	simErr := dealOneByOne(ctx, o, live, func(ev shoeread.Event, wrote time.Time) error {
 		if _, ok := ev.Input(time.Time{}); !ok {
 			return nil // a heartbeat: nothing is recorded
 		}
@@ -79,19 +75,6 @@ func benchDisplay(ctx context.Context, o Options, dir string) ([]Row, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		live.stop()
-		return nil, err
-	}
-	sim, err := shoesim.New(shoesim.Options{Seed: o.Seed, Decks: p.Decks, Shoes: shoesFor(o.Cards, p.Decks)}, line, clock.Real, quietLog())
-	if err != nil {
-		live.stop()
-		return nil, err
-	}
-	simErr := sim.Run(ctx, false)
-	if errors.Is(simErr, errBenchStop) {
-		simErr = nil
-	}
 	if err := errors.Join(simErr, live.stop()); err != nil {
 		return nil, err
 	}

@@ -146,6 +146,28 @@ func shoesFor(cards, decks int) int {
 	return cards/perShoe + 2
 }
 
+// dealOneByOne deals o.Cards cards of seeded shoes into live's shoe,
+// calling after once each sentence is on the line (newBenchLine), until
+// after returns errBenchStop (which is not an error) or another error.
+func dealOneByOne(ctx context.Context, o Options, live *benchLive, after func(shoeread.Event, time.Time) error) error {
+	p, err := coup.BuiltinProfile(o.Profile)
+	if err != nil {
+		return err
+	}
+	line, err := newBenchLine(live.pty, after)
+	if err != nil {
+		return err
+	}
+	sim, err := shoesim.New(shoesim.Options{Seed: o.Seed, Decks: p.Decks, Shoes: shoesFor(o.Cards, p.Decks)}, line, clock.Real, quietLog())
+	if err != nil {
+		return err
+	}
+	if err := sim.Run(ctx, false); !errors.Is(err, errBenchStop) {
+		return err
+	}
+	return nil
+}
+
 // benchLatency measures card to display and, interleaved with it so that
 // both see the same machine, the floor: every sentence is written only
 // once the row of the one before has reached the subscriber (and the path
@@ -169,7 +191,6 @@ func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, _ := coup.BuiltinProfile(o.Profile)
 	var total, toCommit, fromCommit, floorTook []time.Duration
 	floorOne := func() error {
 		d, err := floor.sample(ctx)
@@ -177,7 +198,7 @@ func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
 		time.Sleep(o.Gap)
 		return err
 	}
-	line, err := newBenchLine(live.pty, func(ev shoeread.Event, wrote time.Time) error {
+	simErr := dealOneByOne(ctx, o, live, func(ev shoeread.Event, wrote time.Time) error {
 		if _, ok := ev.Input(time.Time{}); !ok {
 			return nil // a heartbeat: nothing is recorded
 		}
@@ -209,19 +230,6 @@ func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		live.stop()
-		return nil, err
-	}
-	sim, err := shoesim.New(shoesim.Options{Seed: o.Seed, Decks: p.Decks, Shoes: shoesFor(o.Cards, p.Decks)}, line, clock.Real, quietLog())
-	if err != nil {
-		live.stop()
-		return nil, err
-	}
-	simErr := sim.Run(ctx, false)
-	if errors.Is(simErr, errBenchStop) {
-		simErr = nil
-	}
 	var alerts int
 	sub.read(func(s *benchState) { alerts = s.alerts })
 	if err := errors.Join(simErr, live.stop()); err != nil {
