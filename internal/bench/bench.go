@@ -513,20 +513,29 @@ type benchState struct {
 }
 
 // benchSub is a QoS 1 subscriber that timestamps each message as paho
-// hands it over, before decoding it.
+// hands it over, before decoding it. Each has a fresh topic prefix for
+// the controller it watches; close clears what was retained under it.
 type benchSub struct {
 	c      paho.Client
-	floorT string
+	broker string
+	prefix string
+	floorT string // "" when there is no floor
 
 	mu     sync.Mutex
 	st     benchState
 	notify chan struct{}
 }
 
-// subscribeBench subscribes to prefix/pit/events (the table's rows) and to
-// floorTopic, and returns once the broker granted both.
-func subscribeBench(ctx context.Context, broker, prefix, floorTopic string) (*benchSub, error) {
-	s := &benchSub{floorT: floorTopic, notify: make(chan struct{}),
+// subscribeBench subscribes to <prefix>/pit/events (the table's rows) under
+// a fresh prefix, and with floor to <prefix>/floor as well, and returns
+// once the broker granted both.
+func subscribeBench(ctx context.Context, broker string, floor bool) (*benchSub, error) {
+	prefix := "tablectl-bench/" + benchID()
+	floorTopic := ""
+	if floor {
+		floorTopic = prefix + "/floor"
+	}
+	s := &benchSub{broker: broker, prefix: prefix, floorT: floorTopic, notify: make(chan struct{}),
 		st: benchState{arrived: map[uint32]time.Time{}, rowOf: map[uint32]int64{}, floor: map[int64]time.Time{}}}
 	po := paho.NewClientOptions().AddBroker(broker).SetClientID("tablectl-bench-sub-" + benchID()).
 		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second).SetOrderMatters(true)
@@ -559,7 +568,11 @@ func errOr(err error, s string) any {
 	return s
 }
 
-func (s *benchSub) close() { s.c.Disconnect(100) }
+// close clears the retained messages under the prefix, then disconnects.
+func (s *benchSub) close() {
+	clearRetained(s.broker, s.prefix)
+	s.c.Disconnect(100)
+}
 
 // clearRetained removes the retained messages a controller left under
 // prefix (an empty retained publish each), so that runs leave nothing

@@ -24,13 +24,12 @@ import (
 // card to display: a sentence once the row and the views of the one
 // before have arrived and the gap has passed.
 func benchDisplay(ctx context.Context, o Options, dir string) ([]Row, error) {
-	prefix := "tablectl-bench/" + benchID()
-	sub, err := subscribeBench(ctx, o.Broker, prefix, "")
+	sub, err := subscribeBench(ctx, o.Broker, false)
 	if err != nil {
 		return nil, err
 	}
 	defer sub.close()
-	defer clearRetained(o.Broker, prefix)
+	prefix := sub.prefix
 	views, err := subscribeViews(o.Broker, prefix)
 	if err != nil {
 		return nil, err

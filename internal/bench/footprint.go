@@ -185,13 +185,12 @@ func benchFootprint(ctx context.Context, o Options, dir string) ([]Row, error) {
 		return nil, err
 	}
 	defer pty.Close()
-	prefix := "tablectl-bench/" + benchID()
-	sub, err := subscribeBench(ctx, o.Broker, prefix, "")
+	sub, err := subscribeBench(ctx, o.Broker, false)
 	if err != nil {
 		return nil, err
 	}
 	defer sub.close()
-	defer clearRetained(o.Broker, prefix)
+	prefix := sub.prefix
 
 	ratio := float64(o.Session) / float64(o.SessionWall)
 	trail := filepath.Join(dir, "trail.db")

@@ -174,14 +174,12 @@ func dealOneByOne(ctx context.Context, o Options, live *benchLive, after func(sh
 // has rested o.Gap), so nothing queues and each card's time is the path's
 // own; after each card, one floor sample runs while the controller idles.
 func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
-	prefix := "tablectl-bench/" + benchID()
-	floorTopic := prefix + "/floor"
-	sub, err := subscribeBench(ctx, o.Broker, prefix, floorTopic)
+	sub, err := subscribeBench(ctx, o.Broker, true)
 	if err != nil {
 		return nil, err
 	}
 	defer sub.close()
-	defer clearRetained(o.Broker, prefix)
+	prefix, floorTopic := sub.prefix, sub.floorT
 	floor, err := openBenchFloor(ctx, o, dir, floorTopic, sub)
 	if err != nil {
 		return nil, fmt.Errorf("floor: %w", err)
@@ -465,13 +463,12 @@ func throughputRun(ctx context.Context, o Options, dir string, cards int, rate f
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
-	prefix := "tablectl-bench/" + benchID()
-	sub, err := subscribeBench(ctx, o.Broker, prefix, "")
+	sub, err := subscribeBench(ctx, o.Broker, false)
 	if err != nil {
 		return res, err
 	}
 	defer sub.close()
-	defer clearRetained(o.Broker, prefix)
+	prefix := sub.prefix
 	live, err := startBenchLive(ctx, o, dir, prefix, sub)
 	if err != nil {
 		return res, err

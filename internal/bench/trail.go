@@ -386,13 +386,12 @@ func benchStartup(ctx context.Context, o Options, dir, trail, key string, tc cou
 		return Row{}, err
 	}
 	defer pty.Close()
-	prefix := "tablectl-bench/" + benchID()
-	sub, err := subscribeBench(ctx, o.Broker, prefix, "")
+	sub, err := subscribeBench(ctx, o.Broker, false)
 	if err != nil {
 		return Row{}, err
 	}
 	defer sub.close()
-	defer clearRetained(o.Broker, prefix)
+	prefix := sub.prefix
 	c := benchConfig(o, pty.Link(), trail, key, prefix)
 	t := time.Now()
 	ctl, err := controller.Start(ctx, c, tc, quietLog(), controller.Hooks{})
