@@ -225,13 +225,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		fmt.Fprintf(o.Progress, "bench: %s ...\n", name)
 		t := time.Now()
+		cpu0, cpuOK := readCPUTimes()
 		sub := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
 		var out []Row
 		err := os.MkdirAll(sub, 0o755)
 		if err == nil {
 			out, err = f(ctx, sub)
 		}
+		cpu1, cpuOK1 := readCPUTimes()
 		for _, r := range out {
+			if cpuOK && cpuOK1 {
+				steal := cpu1.stealSince(cpu0)
+				if r.Values == nil {
+					r.Values = map[string]float64{}
+				}
+				r.Values["steal_pct"] = steal
+				r.Detail += fmt.Sprintf("; CPU steal during this part %.1f%% (the hypervisor ran others while this machine waited)", steal)
+			}
 			rows[r.ID] = r
 		}
 		if err != nil {
