@@ -26,6 +26,7 @@ import (
 )
 
 func main() {
+	bench.ServeSubscriber() // the bench's subscribers are this binary again
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -2,12 +2,20 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/tablectl/tablectl/internal/bench"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
+
+// TestMain lets this test binary serve as the bench's subscriber process,
+// as tablectl-bench does.
+func TestMain(m *testing.M) {
+	bench.ServeSubscriber()
+	os.Exit(m.Run())
+}
 
 // TestBenchQuick runs `tablectl-bench --quick` against the real parts (a
 // pseudo-terminal, SQLite files, a Mosquitto it starts, a `tablectl run`

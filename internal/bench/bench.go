@@ -12,7 +12,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -522,11 +521,12 @@ type benchState struct {
 	lastEvent time.Time
 }
 
-// benchSub is a QoS 1 subscriber that timestamps each message as paho
-// hands it over, before decoding it. Each has a fresh topic prefix for
-// the controller it watches; close clears what was retained under it.
+// benchSub is a QoS 1 subscriber, in a process of its own (subproc.go),
+// that timestamps each message as paho hands it over, before decoding
+// it. Each has a fresh topic prefix for the controller it watches; close
+// clears what was retained under it.
 type benchSub struct {
-	c      paho.Client
+	proc   *subProc
 	broker string
 	prefix string
 	floorT string // "" when there is no floor
@@ -547,26 +547,14 @@ func subscribeBench(ctx context.Context, broker string, floor bool) (*benchSub, 
 	}
 	s := &benchSub{broker: broker, prefix: prefix, floorT: floorTopic, notify: make(chan struct{}),
 		st: benchState{arrived: map[uint32]time.Time{}, rowOf: map[uint32]int64{}, floor: map[int64]time.Time{}}}
-	po := paho.NewClientOptions().AddBroker(broker).SetClientID("tablectl-bench-sub-" + benchID()).
-		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second).SetOrderMatters(true)
-	s.c = paho.NewClient(po)
-	if tok := s.c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-		return nil, fmt.Errorf("subscriber: connect to %s: %v", broker, errOr(tok.Error(), "no answer in 10s"))
-	}
 	filters := map[string]byte{prefix + "/pit/events": 1}
 	if floorTopic != "" {
 		filters[floorTopic] = 1
 	}
-	tok := s.c.SubscribeMultiple(filters, s.receive)
-	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-		s.c.Disconnect(0)
-		return nil, fmt.Errorf("subscriber: subscribe: %v", errOr(tok.Error(), "no answer in 10s"))
-	}
-	for t, q := range tok.(*paho.SubscribeToken).Result() {
-		if q == 0x80 {
-			s.c.Disconnect(0)
-			return nil, fmt.Errorf("subscriber: the broker refused %s", t)
-		}
+	var err error
+	s.proc, err = startSubscriber(subSpec{Broker: broker, ClientID: "tablectl-bench-sub-" + benchID(), Filters: filters, Rows: true}, s.receive)
+	if err != nil {
+		return nil, fmt.Errorf("subscriber: %w", err)
 	}
 	return s, nil
 }
@@ -581,7 +569,7 @@ func errOr(err error, s string) any {
 // close clears the retained messages under the prefix, then disconnects.
 func (s *benchSub) close() {
 	clearRetained(s.broker, s.prefix)
-	s.c.Disconnect(100)
+	s.proc.close()
 }
 
 // clearRetained removes the retained messages a controller left under
@@ -601,24 +589,16 @@ func clearRetained(broker, prefix string) {
 	}
 }
 
-func (s *benchSub) receive(_ paho.Client, m paho.Message) {
-	at := time.Now()
-	var p struct {
-		Seq  int64  `json:"seq"`
-		Kind string `json:"kind"`
-		Body struct {
-			ShoeSeq uint32 `json:"shoe_seq"`
-			Link    string `json:"link"`
-		} `json:"body"`
-	}
-	if json.Unmarshal(m.Payload(), &p) != nil {
+func (s *benchSub) receive(topic string, at time.Time, fields []byte) {
+	p, err := parseRowFields(fields)
+	if err != nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.st
 	switch {
-	case m.Topic() == s.floorT:
+	case topic == s.floorT:
 		st.floor[p.Seq] = at
 	case coup.IsInput(p.Kind):
 		if p.Body.ShoeSeq > 0 {

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	paho "github.com/eclipse/paho.mqtt.golang"
-
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/shoeread"
 )
@@ -124,10 +122,12 @@ const (
 	viewShoe
 )
 
-// viewSub subscribes as a table display does and timestamps each
-// public/coup and public/shoe as paho hands it over, before decoding it.
+// viewSub subscribes as a table display does, in a process of its own
+// (subproc.go), and timestamps each public/coup and public/shoe as paho
+// hands it over, before decoding it.
 type viewSub struct {
-	c paho.Client
+	proc  *subProc
+	which map[string]int // topic -> viewCoup or viewShoe
 
 	mu     sync.Mutex
 	views  [2][]viewArrival
@@ -136,43 +136,38 @@ type viewSub struct {
 }
 
 func subscribeViews(broker, prefix string) (*viewSub, error) {
-	s := &viewSub{notify: make(chan struct{})}
-	po := paho.NewClientOptions().AddBroker(broker).SetClientID("tablectl-bench-display-" + benchID()).
-		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second).SetOrderMatters(true)
-	s.c = paho.NewClient(po)
-	if tok := s.c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-		return nil, fmt.Errorf("display subscriber: connect to %s: %v", broker, errOr(tok.Error(), "no answer in 10s"))
-	}
 	topics := mqttpub.Topics{Prefix: prefix}
-	which := map[string]int{topics.Topic(mqttpub.TopicPublicCoup): viewCoup, topics.Topic(mqttpub.TopicPublicShoe): viewShoe}
+	s := &viewSub{notify: make(chan struct{}),
+		which: map[string]int{topics.Topic(mqttpub.TopicPublicCoup): viewCoup, topics.Topic(mqttpub.TopicPublicShoe): viewShoe}}
 	filters := map[string]byte{}
 	for _, t := range []string{mqttpub.TopicStatus, mqttpub.TopicPublicCoup, mqttpub.TopicPublicShoe, mqttpub.TopicPublicRoads} {
 		filters[topics.Topic(t)] = 0 // as display/web/app.js subscribes
 	}
-	tok := s.c.SubscribeMultiple(filters, func(_ paho.Client, m paho.Message) {
-		at := time.Now()
-		w, ok := which[m.Topic()]
-		if !ok {
-			return
-		}
-		var v struct {
-			Shoe  int `json:"shoe"`
-			Dealt int `json:"cards_dealt"`
-		}
-		if json.Unmarshal(m.Payload(), &v) != nil {
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.views[w] = append(s.views[w], viewArrival{key: viewKey{v.Shoe, v.Dealt}, at: at})
-		close(s.notify)
-		s.notify = make(chan struct{})
-	})
-	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-		s.c.Disconnect(0)
-		return nil, fmt.Errorf("display subscriber: subscribe: %v", errOr(tok.Error(), "no answer in 10s"))
+	var err error
+	s.proc, err = startSubscriber(subSpec{Broker: broker, ClientID: "tablectl-bench-display-" + benchID(), Filters: filters}, s.receive)
+	if err != nil {
+		return nil, fmt.Errorf("display subscriber: %w", err)
 	}
 	return s, nil
+}
+
+func (s *viewSub) receive(topic string, at time.Time, payload []byte) {
+	w, ok := s.which[topic]
+	if !ok {
+		return
+	}
+	var v struct {
+		Shoe  int `json:"shoe"`
+		Dealt int `json:"cards_dealt"`
+	}
+	if json.Unmarshal(payload, &v) != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.views[w] = append(s.views[w], viewArrival{key: viewKey{v.Shoe, v.Dealt}, at: at})
+	close(s.notify)
+	s.notify = make(chan struct{})
 }
 
 // next waits for the first view of kind w that shows a card after last's,
@@ -202,4 +197,4 @@ func (s *viewSub) next(ctx context.Context, timeout time.Duration, w int, last v
 	}
 }
 
-func (s *viewSub) close() { s.c.Disconnect(100) }
+func (s *viewSub) close() { s.proc.close() }
