@@ -239,7 +239,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					r.Values = map[string]float64{}
 				}
 				r.Values["steal_pct"] = steal
-				r.Detail += fmt.Sprintf("; CPU steal during this part %.1f%% (the hypervisor ran others while this machine waited)", steal)
+				if r.Detail != "" {
+					r.Detail += "; "
+				}
+				r.Detail += fmt.Sprintf("CPU steal during this part %.1f%% (the hypervisor ran others while this machine waited)", steal)
 			}
 			rows[r.ID] = r
 		}
@@ -589,10 +592,10 @@ func clearRetained(broker, prefix string) {
 	}
 }
 
-func (s *benchSub) receive(topic string, at time.Time, fields []byte) {
+func (s *benchSub) receive(topic string, at time.Time, fields []byte) error {
 	p, err := parseRowFields(fields)
 	if err != nil {
-		return
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -626,6 +629,7 @@ func (s *benchSub) receive(topic string, at time.Time, fields []byte) {
 	st.lastEvent = at
 	close(s.notify)
 	s.notify = make(chan struct{})
+	return nil
 }
 
 // wait waits until ok holds of what has been received; timeout only turns
@@ -644,6 +648,8 @@ func (s *benchSub) wait(ctx context.Context, timeout time.Duration, what string,
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-s.proc.done:
+			return fmt.Errorf("waiting for %s: %w", what, s.proc.err)
 		case <-t.C:
 			return fmt.Errorf("waited %s for %s", timeout, what)
 		}

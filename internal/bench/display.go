@@ -151,23 +151,26 @@ func subscribeViews(broker, prefix string) (*viewSub, error) {
 	return s, nil
 }
 
-func (s *viewSub) receive(topic string, at time.Time, payload []byte) {
+// receive takes a view; a payload that is not one (the empty retained
+// message that clears a topic) is not an error.
+func (s *viewSub) receive(topic string, at time.Time, payload []byte) error {
 	w, ok := s.which[topic]
 	if !ok {
-		return
+		return nil
 	}
 	var v struct {
 		Shoe  int `json:"shoe"`
 		Dealt int `json:"cards_dealt"`
 	}
 	if json.Unmarshal(payload, &v) != nil {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.views[w] = append(s.views[w], viewArrival{key: viewKey{v.Shoe, v.Dealt}, at: at})
 	close(s.notify)
 	s.notify = make(chan struct{})
+	return nil
 }
 
 // next waits for the first view of kind w that shows a card after last's,
@@ -191,6 +194,8 @@ func (s *viewSub) next(ctx context.Context, timeout time.Duration, w int, last v
 		case <-ch:
 		case <-ctx.Done():
 			return viewArrival{}, ctx.Err()
+		case <-s.proc.done:
+			return viewArrival{}, fmt.Errorf("display subscriber: %w", s.proc.err)
 		case <-t.C:
 			return viewArrival{}, fmt.Errorf("no %s showing a card after shoe %d, card %d, in %s", []string{"public/coup", "public/shoe"}[w], last.shoe, last.dealt, timeout)
 		}

@@ -201,15 +201,16 @@ type subProc struct {
 	cmd    *exec.Cmd
 	stdin  io.Closer
 	stderr bytes.Buffer
-	done   chan struct{} // closed when the frames end
+	done   chan struct{} // closed when the frames end: the process ended, or sent a bad frame
 	err    error         // why they ended, once done is closed
 }
 
 // startSubscriber starts a subscriber process (this executable again, which
 // must call ServeSubscriber) and returns once the broker has granted its
 // subscriptions; handle runs for each message after that, on one goroutine,
-// in the order they arrived.
-func startSubscriber(spec subSpec, handle func(topic string, at time.Time, payload []byte)) (*subProc, error) {
+// in the order they arrived. An error from handle ends the frames, as a
+// bad frame does.
+func startSubscriber(spec subSpec, handle func(topic string, at time.Time, payload []byte) error) (*subProc, error) {
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -254,7 +255,10 @@ func startSubscriber(spec subSpec, handle func(topic string, at time.Time, paylo
 				}
 				continue
 			}
-			handle(topic, at, payload)
+			if err := handle(topic, at, payload); err != nil {
+				p.err = err
+				return
+			}
 		}
 	}()
 	select {

@@ -96,12 +96,13 @@ func TestSubscriberProcess(t *testing.T) {
 	}
 	ch := make(chan got, 4)
 	p, err := startSubscriber(subSpec{Broker: url, ClientID: mqtttest.ClientID(t, "bench-sub"), Filters: map[string]byte{prefix + "/pit/events": 1}, Rows: true},
-		func(topic string, at time.Time, b []byte) {
+		func(topic string, at time.Time, b []byte) error {
 			f, err := parseRowFields(b)
 			if err != nil {
 				t.Errorf("fields %q: %v", b, err)
 			}
 			ch <- got{topic, at, f}
+			return nil
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +133,31 @@ func TestSubscriberProcess(t *testing.T) {
 // TestSubscriberProcessRefused: a broker that is not there is an error
 // that says so, not a hang.
 func TestSubscriberProcessRefused(t *testing.T) {
-	_, err := startSubscriber(subSpec{Broker: "tcp://127.0.0.1:1", ClientID: "bench-sub-refused", Filters: map[string]byte{"x": 1}}, func(string, time.Time, []byte) {})
+	_, err := startSubscriber(subSpec{Broker: "tcp://127.0.0.1:1", ClientID: "bench-sub-refused", Filters: map[string]byte{"x": 1}}, func(string, time.Time, []byte) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "connect to tcp://127.0.0.1:1") {
 		t.Fatalf("err = %v, want the connect failure", err)
+	}
+}
+
+// TestSubscriberProcessHandleError: an error from the handler ends the
+// frames, and the bench's waits see it at once (done, err), not a timeout.
+func TestSubscriberProcessHandleError(t *testing.T) {
+	url := mqtttest.Shared(t)
+	prefix := mqtttest.Prefix(t)
+	bad := errors.New("not what the bench sent")
+	p, err := startSubscriber(subSpec{Broker: url, ClientID: mqtttest.ClientID(t, "bench-sub"), Filters: map[string]byte{prefix + "/x": 1}},
+		func(string, time.Time, []byte) error { return bad })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	mqtttest.Publish(t, url, "", "", prefix+"/x", 1, []byte("m"))
+	select {
+	case <-p.done:
+		if !errors.Is(p.err, bad) {
+			t.Fatalf("ended with %v, want the handler's error", p.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the frames did not end in 10s")
 	}
 }
