@@ -107,9 +107,9 @@ func ServeSubscriber() {
 	os.Exit(0)
 }
 
-// serveSubscriber subscribes as spec says, writes the ready frame, then a
-// frame for each message, until stdin ends (the bench closed it or is
-// gone).
+// serveSubscriber subscribes as spec says and writes a frame for each
+// message, and the ready frame once the broker has granted every
+// subscription, until stdin ends (the bench closed it or is gone).
 func serveSubscriber(raw []byte, stdin io.Reader, stdout io.Writer) error {
 	var spec subSpec
 	if err := json.Unmarshal(raw, &spec); err != nil {
@@ -207,8 +207,9 @@ type subProc struct {
 
 // startSubscriber starts a subscriber process (this executable again, which
 // must call ServeSubscriber) and returns once the broker has granted its
-// subscriptions; handle runs for each message after that, on one goroutine,
-// in the order they arrived. An error from handle ends the frames, as a
+// subscriptions; handle runs for each message, on one goroutine, in the
+// order they arrived: a message the broker delivered before it granted the
+// last subscription too, perhaps before startSubscriber returns. An error from handle ends the frames, as a
 // bad frame does.
 func startSubscriber(spec subSpec, handle func(topic string, at time.Time, payload []byte) error) (*subProc, error) {
 	raw, err := json.Marshal(spec)
@@ -238,7 +239,7 @@ func startSubscriber(spec subSpec, handle func(topic string, at time.Time, paylo
 	go func() {
 		defer close(p.done)
 		r := bufio.NewReaderSize(stdout, 64<<10)
-		isReady := false
+		signal := ready
 		for {
 			topic, at, payload, err := readFrame(r)
 			if err != nil {
@@ -248,10 +249,10 @@ func startSubscriber(spec subSpec, handle func(topic string, at time.Time, paylo
 				p.err = err
 				return
 			}
-			if !isReady {
-				if topic == subReady {
-					isReady = true
-					close(ready)
+			if topic == subReady {
+				if signal != nil {
+					close(signal)
+					signal = nil
 				}
 				continue
 			}
