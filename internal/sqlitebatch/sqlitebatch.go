@@ -36,12 +36,14 @@ int sqlite3_finalize(sqlite3_stmt*);
 int sqlite3_bind_int64(sqlite3_stmt*, int, long long);
 int sqlite3_bind_parameter_count(sqlite3_stmt*);
 int sqlite3_column_count(sqlite3_stmt*);
-int sqlite3_column_type(sqlite3_stmt*, int);
-long long sqlite3_column_int64(sqlite3_stmt*, int);
-double sqlite3_column_double(sqlite3_stmt*, int);
-const unsigned char *sqlite3_column_text(sqlite3_stmt*, int);
-const void *sqlite3_column_blob(sqlite3_stmt*, int);
-int sqlite3_column_bytes(sqlite3_stmt*, int);
+typedef struct sqlite3_value sqlite3_value;
+sqlite3_value *sqlite3_column_value(sqlite3_stmt*, int);
+int sqlite3_value_type(sqlite3_value*);
+long long sqlite3_value_int64(sqlite3_value*);
+double sqlite3_value_double(sqlite3_value*);
+const unsigned char *sqlite3_value_text(sqlite3_value*);
+const void *sqlite3_value_blob(sqlite3_value*);
+int sqlite3_value_bytes(sqlite3_value*);
 const char *sqlite3_errmsg(sqlite3*);
 const char *sqlite3_errstr(int);
 sqlite3 *sqlite3_db_handle(sqlite3_stmt*);
@@ -59,7 +61,8 @@ static int64_t tb_size(sqlite3_stmt *st, int ncol) {
 	int64_t n = 0;
 	for (int i = 0; i < ncol; i++) {
 		n++;
-		int t = sqlite3_column_type(st, i);
+		sqlite3_value *cv = sqlite3_column_value(st, i);
+		int t = sqlite3_value_type(cv);
 		switch (t) {
 		case TB_INTEGER:
 		case TB_FLOAT:
@@ -69,11 +72,11 @@ static int64_t tb_size(sqlite3_stmt *st, int ncol) {
 		case TB_BLOB:
 			// The value in its form first, then its length (a text's in UTF-8).
 			if (t == TB_TEXT) {
-				sqlite3_column_text(st, i);
+				sqlite3_value_text(cv);
 			} else {
-				sqlite3_column_blob(st, i);
+				sqlite3_value_blob(cv);
 			}
-			n += 4 + (int64_t)sqlite3_column_bytes(st, i);
+			n += 4 + (int64_t)sqlite3_value_bytes(cv);
 			break;
 		}
 	}
@@ -117,7 +120,11 @@ static int tb_fill(sqlite3_stmt *st, int ncol, unsigned char *buf, int64_t cap, 
 		unsigned char *p = buf + off, *end = buf + cap;
 		int fits = 1;
 		for (int i = 0; i < ncol && fits; i++) {
-			int t = sqlite3_column_type(st, i);
+			// The column's value once, then its parts: each sqlite3_column_*
+			// call looks the column up again (and takes and leaves the
+			// connection's mutex): a sixth of verify's CPU (docs/benchmarks.md).
+			sqlite3_value *cv = sqlite3_column_value(st, i);
+			int t = sqlite3_value_type(cv);
 			switch (t) {
 			case TB_INTEGER:
 			case TB_FLOAT: {
@@ -127,10 +134,10 @@ static int tb_fill(sqlite3_stmt *st, int ncol, unsigned char *buf, int64_t cap, 
 				}
 				*p++ = (unsigned char)t;
 				if (t == TB_INTEGER) {
-					long long v = sqlite3_column_int64(st, i);
+					long long v = sqlite3_value_int64(cv);
 					memcpy(p, &v, 8);
 				} else {
-					double v = sqlite3_column_double(st, i);
+					double v = sqlite3_value_double(cv);
 					memcpy(p, &v, 8);
 				}
 				p += 8;
@@ -139,8 +146,8 @@ static int tb_fill(sqlite3_stmt *st, int ncol, unsigned char *buf, int64_t cap, 
 			case TB_TEXT:
 			case TB_BLOB: {
 				// As in tb_size: the value in its form, then its length.
-				const void *s = t == TB_TEXT ? (const void *)sqlite3_column_text(st, i) : sqlite3_column_blob(st, i);
-				int k = sqlite3_column_bytes(st, i);
+				const void *s = t == TB_TEXT ? (const void *)sqlite3_value_text(cv) : sqlite3_value_blob(cv);
+				int k = sqlite3_value_bytes(cv);
 				if (end - p < 5 + (int64_t)k) {
 					fits = 0;
 					break;
