@@ -34,11 +34,23 @@ import (
 // a reader ahead of the caller reads its range to the end instead of
 // waiting for the other's (about 5 MB a range). Variables so tests can
 // cross many ranges.
+//
+// scanCgoRows is how many rows one call into SQLite copies out, fewer than
+// a hand-over: 32 rows take SQLite about 15 µs. A cgo call the runtime's
+// monitor finds still running on its next look (20 µs or more) loses its
+// processor to a goroutine waiting for one, and must wait for one back when
+// it returns; with three readers on two cores that was every call of 256
+// rows. 32 rows a call took verify from about 0.95 s to 0.8 s a million
+// rows (docs/benchmarks.md, issue 16).
 var (
 	scanRange      int64 = 8192
 	scanBatchRows        = 256
+	scanCgoRows          = 32
 	scanBatchBytes       = 256 << 10 // a batch's buffer: 256 rows of about 400 bytes fit
 )
+
+// cgoRows is how many rows a reader asks SQLite for at a time.
+func cgoRows() int { return max(1, min(scanCgoRows, scanBatchRows)) }
 
 // scanReaders is how many connections read at once: more than the two a
 // table box has gains nothing, one is enough on one core.
@@ -363,7 +375,7 @@ func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-c
 		}
 	}
 	err := c.Raw(func(dc any) error {
-		st, err := sqlitebatch.Prepare(dc, rangeQuery, scanBatchRows, scanBatchBytes)
+		st, err := sqlitebatch.Prepare(dc, rangeQuery, cgoRows(), scanBatchBytes)
 		if err != nil {
 			return err
 		}
@@ -373,6 +385,7 @@ func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-c
 		}
 		var sc prepScratch
 		var v [8]sqlitebatch.Value
+		var batch []scanRow // rows not yet handed over
 		for j := range jobs {
 			if err := ctx.Err(); err != nil {
 				send(j, scanBatch{err: err})
@@ -389,17 +402,28 @@ func readRanges(ctx context.Context, c *sql.Conn, jobs <-chan *scanJob, done <-c
 					return nil
 				}
 				if !ok {
+					// The range's last rows, fewer than a batch.
+					if batch != nil && !send(j, scanBatch{rows: batch}) {
+						return nil
+					}
+					batch = nil
 					break
 				}
-				batch := newBatch()
+				if batch == nil {
+					batch = newBatch()
+				}
 				off := 0
 				for range b.Rows() {
 					off = b.Row(off, v[:])
 					batch = append(batch, batchRow(&sc, &v))
 				}
+				if len(batch) < scanBatchRows {
+					continue
+				}
 				if !send(j, scanBatch{rows: batch}) {
 					return nil
 				}
+				batch = nil
 				if err := ctx.Err(); err != nil {
 					send(j, scanBatch{err: err})
 					return nil

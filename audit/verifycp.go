@@ -150,7 +150,7 @@ func readStoredCheckpoints(ctx context.Context, c *sql.Conn, table string, keep 
 	res := &storedCheckpoints{}
 	var last cpRowCopy // the newest row read, decoded whole at the end
 	err := c.Raw(func(dc any) error {
-		st, err := sqlitebatch.Prepare(dc, `SELECT seq, head_hash, signed_at, key_id, signature FROM checkpoints ORDER BY seq`, scanBatchRows, scanBatchBytes)
+		st, err := sqlitebatch.Prepare(dc, `SELECT seq, head_hash, signed_at, key_id, signature FROM checkpoints ORDER BY seq`, cgoRows(), scanBatchBytes)
 		if err != nil {
 			return err
 		}
