@@ -189,10 +189,11 @@ func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	var total, toCommit, fromCommit, floorTook []time.Duration
+	var total, toCommit, fromCommit, floorTook, floorCommit, floorPub []time.Duration
 	floorOne := func() error {
-		d, err := floor.sample(ctx)
+		d, c, err := floor.sample(ctx)
 		floorTook = append(floorTook, d)
+		floorCommit, floorPub = append(floorCommit, c), append(floorPub, d-c)
 		time.Sleep(o.Gap)
 		return err
 	}
@@ -241,12 +242,16 @@ func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
 			return nil, fmt.Errorf("floor: %w", err)
 		}
 	}
-	fd := distOf(floorTook)
+	fd, fc, fp := distOf(floorTook), distOf(floorCommit), distOf(floorPub)
+	floorVals := fd.values("")
+	for k, v := range fc.values("commit_") {
+		floorVals[k] = v
+	}
 	floorRow := Row{ID: "floor", Result: fd.String(), Goal: "reference", Verdict: VerdictInfo,
 		Detail: fmt.Sprintf("%d samples, taken between the cards: INSERT of a card row in its own transaction (WAL, synchronous=FULL) "+
 			"in a file beside the controller's trail, then a QoS 1 publish of its pit/events payload through the same broker, "+
-			"until the subscriber has it", fd.N),
-		Values: fd.values("")}
+			"until the subscriber has it; commit %s; commit to subscriber %s", fd.N, fc, fp),
+		Values: floorVals}
 	d, dc, dp := distOf(total), distOf(toCommit), distOf(fromCommit)
 	vals := d.values("")
 	for k, v := range dc.values("commit_") {
@@ -333,29 +338,31 @@ func (f *benchFloor) close() {
 }
 
 // sample commits one row, publishes it, and returns the time until the
-// subscriber had it; it returns once the broker has acknowledged it too.
-func (f *benchFloor) sample(ctx context.Context) (time.Duration, error) {
+// subscriber had it, and of that the time to commit; it returns once the
+// broker has acknowledged it too.
+func (f *benchFloor) sample(ctx context.Context) (took, commit time.Duration, err error) {
 	f.n++
 	i := f.n
 	rec := audit.Record{Seq: i, At: time.Now().UTC().Truncate(time.Microsecond), Kind: string(coup.InCard), Shoe: 3, Coup: 41, Body: f.body}
 	rec.Hash = rec.ComputeHash()
 	payload, err := json.Marshal(mqttpub.EventOf(rec))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	start := time.Now()
 	tx, err := f.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if _, err := tx.StmtContext(ctx, f.ins).ExecContext(ctx, rec.Seq, rec.At.Format(time.RFC3339Nano), rec.Kind, rec.Shoe, rec.Coup,
 		string(rec.Body), rec.PrevHash.String(), rec.Hash.String()); err != nil {
 		tx.Rollback()
-		return 0, err
+		return 0, 0, err
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	commit = time.Since(start)
 	tok := f.conn.Publish(f.topic, 1, false, payload)
 	var arrived time.Time
 	if err := f.sub.wait(ctx, 30*time.Second, fmt.Sprintf("floor message %d", i), func(s *benchState) bool {
@@ -363,17 +370,17 @@ func (f *benchFloor) sample(ctx context.Context) (time.Duration, error) {
 		arrived, ok = s.floor[i]
 		return ok
 	}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	select {
 	case <-tok.Done():
 		if err := tok.Error(); err != nil {
-			return 0, fmt.Errorf("publish: %w", err)
+			return 0, 0, fmt.Errorf("publish: %w", err)
 		}
 	case <-time.After(30 * time.Second):
-		return 0, errors.New("publish: no PUBACK in 30s")
+		return 0, 0, errors.New("publish: no PUBACK in 30s")
 	}
-	return arrived.Sub(start), nil
+	return arrived.Sub(start), commit, nil
 }
 
 // benchThroughput runs the whole path twice on fresh trails: paced at
