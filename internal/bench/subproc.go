@@ -109,7 +109,9 @@ func ServeSubscriber() {
 
 // serveSubscriber subscribes as spec says and writes a frame for each
 // message, and the ready frame once the broker has granted every
-// subscription, until stdin ends (the bench closed it or is gone).
+// subscription, until stdin ends (the bench closed it or is gone) or the
+// connection to the broker is lost: then it fails, so the process ends and
+// the bench's waits end at once with the reason, not at their timeout.
 func serveSubscriber(raw []byte, stdin io.Reader, stdout io.Writer) error {
 	var spec subSpec
 	if err := json.Unmarshal(raw, &spec); err != nil {
@@ -125,8 +127,15 @@ func serveSubscriber(raw []byte, stdin io.Reader, stdout io.Writer) error {
 			werr = writeFrame(out, topic, at, payload)
 		}
 	}
+	lost := make(chan error, 1)
 	po := paho.NewClientOptions().AddBroker(spec.Broker).SetClientID(spec.ClientID).
-		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second).SetOrderMatters(true)
+		SetCleanSession(true).SetAutoReconnect(false).SetConnectTimeout(5 * time.Second).SetOrderMatters(true).
+		SetConnectionLostHandler(func(_ paho.Client, err error) {
+			select {
+			case lost <- err:
+			default:
+			}
+		})
 	c := paho.NewClient(po)
 	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		return fmt.Errorf("connect to %s: %v", spec.Broker, errOr(tok.Error(), "no answer in 10s"))
@@ -153,7 +162,16 @@ func serveSubscriber(raw []byte, stdin io.Reader, stdout io.Writer) error {
 		}
 	}
 	frame(subReady, time.Now(), nil)
-	_, _ = io.Copy(io.Discard, stdin)
+	closed := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case err := <-lost:
+		return fmt.Errorf("the connection to %s was lost: %w", spec.Broker, err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return werr
@@ -203,6 +221,7 @@ type subProc struct {
 	stderr bytes.Buffer
 	done   chan struct{} // closed when the frames end: the process ended, or sent a bad frame
 	err    error         // why they ended, once done is closed
+	waited bool          // the process was waited for, once done is closed
 }
 
 // startSubscriber starts a subscriber process (this executable again, which
@@ -244,7 +263,11 @@ func startSubscriber(spec subSpec, handle func(topic string, at time.Time, paylo
 			topic, at, payload, err := readFrame(r)
 			if err != nil {
 				if errors.Is(err, io.EOF) {
-					err = errors.New("the subscriber process ended")
+					// Its stdout ended, so it did: its reason is on stderr,
+					// whole once it has been waited for.
+					werr := p.cmd.Wait()
+					p.waited = true
+					err = fmt.Errorf("the subscriber process ended (%v): %s", werr, bytes.TrimSpace(p.stderr.Bytes()))
 				}
 				p.err = err
 				return
@@ -266,12 +289,12 @@ func startSubscriber(spec subSpec, handle func(topic string, at time.Time, paylo
 	case <-ready:
 		return p, nil
 	case <-p.done:
-		err = p.err
+		p.close()
+		return nil, fmt.Errorf("subscriber process: %w", p.err)
 	case <-time.After(30 * time.Second):
-		err = errors.New("not subscribed in 30s")
 	}
 	p.close()
-	return nil, fmt.Errorf("subscriber process: %w: %s", err, bytes.TrimSpace(p.stderr.Bytes()))
+	return nil, fmt.Errorf("subscriber process: not subscribed in 30s: %s", bytes.TrimSpace(p.stderr.Bytes()))
 }
 
 // close ends the subscriber process: its stdin closes, it disconnects and
@@ -284,5 +307,7 @@ func (p *subProc) close() {
 		p.cmd.Process.Kill()
 		<-p.done
 	}
-	p.cmd.Wait()
+	if !p.waited {
+		p.cmd.Wait()
+	}
 }

@@ -161,3 +161,24 @@ func TestSubscriberProcessHandleError(t *testing.T) {
 		t.Fatal("the frames did not end in 10s")
 	}
 }
+
+// TestSubscriberProcessLost: a subscriber whose broker goes away ends, and
+// the bench's waits see why at once (done, err), not at their timeout.
+func TestSubscriberProcessLost(t *testing.T) {
+	m := mqtttest.StartMosquitto(t, "allow_anonymous true")
+	p, err := startSubscriber(subSpec{Broker: m.URL, ClientID: mqtttest.ClientID(t, "bench-sub"), Filters: map[string]byte{"x": 1}},
+		func(string, time.Time, []byte) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	m.Stop()
+	select {
+	case <-p.done:
+		if p.err == nil || !strings.Contains(p.err.Error(), "the connection to "+m.URL+" was lost") {
+			t.Fatalf("ended with %v, want the lost connection named", p.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscriber process did not end in 10s after its broker went")
+	}
+}
