@@ -555,7 +555,7 @@ func subscribeBench(ctx context.Context, broker string, floor bool) (*benchSub, 
 		filters[floorTopic] = 1
 	}
 	var err error
-	s.proc, err = startSubscriber(subSpec{Broker: broker, ClientID: "tablectl-bench-sub-" + benchID(), Filters: filters, Rows: true}, s.receive)
+	s.proc, err = startSubscriber(ctx, subSpec{Broker: broker, ClientID: "tablectl-bench-sub-" + benchID(), Filters: filters, Rows: true}, s.receive)
 	if err != nil {
 		return nil, fmt.Errorf("subscriber: %w", err)
 	}

@@ -28,7 +28,7 @@ func benchDisplay(ctx context.Context, o Options, dir string) ([]Row, error) {
 	}
 	defer sub.close()
 	prefix := sub.prefix
-	views, err := subscribeViews(o.Broker, prefix)
+	views, err := subscribeViews(ctx, o.Broker, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ type viewSub struct {
 	notify chan struct{}
 }
 
-func subscribeViews(broker, prefix string) (*viewSub, error) {
+func subscribeViews(ctx context.Context, broker, prefix string) (*viewSub, error) {
 	topics := mqttpub.Topics{Prefix: prefix}
 	s := &viewSub{notify: make(chan struct{}),
 		which: map[string]int{topics.Topic(mqttpub.TopicPublicCoup): viewCoup, topics.Topic(mqttpub.TopicPublicShoe): viewShoe}}
@@ -144,7 +144,7 @@ func subscribeViews(broker, prefix string) (*viewSub, error) {
 		filters[topics.Topic(t)] = 0 // as display/web/app.js subscribes
 	}
 	var err error
-	s.proc, err = startSubscriber(subSpec{Broker: broker, ClientID: "tablectl-bench-display-" + benchID(), Filters: filters}, s.receive)
+	s.proc, err = startSubscriber(ctx, subSpec{Broker: broker, ClientID: "tablectl-bench-display-" + benchID(), Filters: filters}, s.receive)
 	if err != nil {
 		return nil, fmt.Errorf("display subscriber: %w", err)
 	}

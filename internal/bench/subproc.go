@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -226,11 +227,12 @@ type subProc struct {
 
 // startSubscriber starts a subscriber process (this executable again, which
 // must call ServeSubscriber) and returns once the broker has granted its
-// subscriptions; handle runs for each message, on one goroutine, in the
-// order they arrived: a message the broker delivered before it granted the
-// last subscription too, perhaps before startSubscriber returns. An error from handle ends the frames, as a
-// bad frame does.
-func startSubscriber(spec subSpec, handle func(topic string, at time.Time, payload []byte) error) (*subProc, error) {
+// subscriptions, or ctx is done. handle runs for each message, on one
+// goroutine, in the order they arrived: a message the broker delivered
+// before it granted the last subscription too, perhaps before
+// startSubscriber returns. An error from handle ends the frames, as a bad
+// frame does.
+func startSubscriber(ctx context.Context, spec subSpec, handle func(topic string, at time.Time, payload []byte) error) (*subProc, error) {
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -291,6 +293,9 @@ func startSubscriber(spec subSpec, handle func(topic string, at time.Time, paylo
 	case <-p.done:
 		p.close()
 		return nil, fmt.Errorf("subscriber process: %w", p.err)
+	case <-ctx.Done():
+		p.close()
+		return nil, fmt.Errorf("subscriber process: %w", ctx.Err())
 	case <-time.After(30 * time.Second):
 	}
 	p.close()

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -95,7 +96,7 @@ func TestSubscriberProcess(t *testing.T) {
 		f     rowFields
 	}
 	ch := make(chan got, 4)
-	p, err := startSubscriber(subSpec{Broker: url, ClientID: mqtttest.ClientID(t, "bench-sub"), Filters: map[string]byte{prefix + "/pit/events": 1}, Rows: true},
+	p, err := startSubscriber(context.Background(), subSpec{Broker: url, ClientID: mqtttest.ClientID(t, "bench-sub"), Filters: map[string]byte{prefix + "/pit/events": 1}, Rows: true},
 		func(topic string, at time.Time, b []byte) error {
 			f, err := parseRowFields(b)
 			if err != nil {
@@ -133,7 +134,7 @@ func TestSubscriberProcess(t *testing.T) {
 // TestSubscriberProcessRefused: a broker that is not there is an error
 // that says so, not a hang.
 func TestSubscriberProcessRefused(t *testing.T) {
-	_, err := startSubscriber(subSpec{Broker: "tcp://127.0.0.1:1", ClientID: "bench-sub-refused", Filters: map[string]byte{"x": 1}}, func(string, time.Time, []byte) error { return nil })
+	_, err := startSubscriber(context.Background(), subSpec{Broker: "tcp://127.0.0.1:1", ClientID: "bench-sub-refused", Filters: map[string]byte{"x": 1}}, func(string, time.Time, []byte) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "connect to tcp://127.0.0.1:1") {
 		t.Fatalf("err = %v, want the connect failure", err)
 	}
@@ -145,7 +146,7 @@ func TestSubscriberProcessHandleError(t *testing.T) {
 	url := mqtttest.Shared(t)
 	prefix := mqtttest.Prefix(t)
 	bad := errors.New("not what the bench sent")
-	p, err := startSubscriber(subSpec{Broker: url, ClientID: mqtttest.ClientID(t, "bench-sub"), Filters: map[string]byte{prefix + "/x": 1}},
+	p, err := startSubscriber(context.Background(), subSpec{Broker: url, ClientID: mqtttest.ClientID(t, "bench-sub"), Filters: map[string]byte{prefix + "/x": 1}},
 		func(string, time.Time, []byte) error { return bad })
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestSubscriberProcessHandleError(t *testing.T) {
 // the bench's waits see why at once (done, err), not at their timeout.
 func TestSubscriberProcessLost(t *testing.T) {
 	m := mqtttest.StartMosquitto(t, "allow_anonymous true")
-	p, err := startSubscriber(subSpec{Broker: m.URL, ClientID: mqtttest.ClientID(t, "bench-sub"), Filters: map[string]byte{"x": 1}},
+	p, err := startSubscriber(context.Background(), subSpec{Broker: m.URL, ClientID: mqtttest.ClientID(t, "bench-sub"), Filters: map[string]byte{"x": 1}},
 		func(string, time.Time, []byte) error { return nil })
 	if err != nil {
 		t.Fatal(err)
