@@ -46,7 +46,7 @@ var (
 	scanRange      int64 = 8192
 	scanBatchRows        = 256
 	scanCgoRows          = 32
-	scanBatchBytes       = 256 << 10 // a batch's buffer: 256 rows of about 400 bytes fit
+	scanBatchBytes       = 256 << 10 // a call's buffer: 32 rows of about 400 bytes fit many times over; a bigger row grows it
 )
 
 // cgoRows is how many rows a reader asks SQLite for at a time.
