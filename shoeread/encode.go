@@ -157,8 +157,10 @@ func appendBeetekStatus(dst []byte, e Event) ([]byte, error) {
 	if e.Text != "" {
 		item += " " + e.Text
 	}
+	// The bytes that would end or cut the item short; a ']' is only a
+	// section's end outside an item, and the decoder reads it inside one.
 	for i := 0; i < len(item); i++ {
-		if c := item[i]; !printable(c) || c == '<' || c == '>' || c == '[' || c == ']' {
+		if c := item[i]; !printable(c) || c == '<' || c == '>' || c == '[' {
 			return dst, fmt.Errorf("beetek alarm: byte %q not allowed", c)
 		}
 	}

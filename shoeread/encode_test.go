@@ -65,6 +65,7 @@ func TestAppendBeetek(t *testing.T) {
 		{Event{Kind: KindStatus, Status: "W0x01"}, " <W0x01> "},
 		{Event{Kind: KindStatus, Status: "E3", Text: "Card Not Read"}, " [GameAlarm]<Alarm:E3 Card Not Read> "},
 		{Event{Kind: KindStatus, Status: "E9"}, " [GameAlarm]<Alarm:E9> "},
+		{Event{Kind: KindStatus, Status: "]", Text: "a]b"}, " [GameAlarm]<Alarm:] a]b> "}, // the decoder reads ']' in an item
 
 		{Event{Kind: KindCard}, ""},
 		{Event{Kind: KindHeartbeat}, ""},
@@ -73,6 +74,8 @@ func TestAppendBeetek(t *testing.T) {
 		{Event{Kind: KindStatus, Status: "E 3"}, ""},
 		{Event{Kind: KindStatus, Status: "E3", Text: " lead"}, ""},
 		{Event{Kind: KindStatus, Status: "E3", Text: "a>b"}, ""},
+		{Event{Kind: KindStatus, Status: "E3", Text: "a[b"}, ""},
+		{Event{Kind: KindStatus, Status: "E<3"}, ""},
 		{Event{Kind: KindStatus, Status: "E3", Text: strings.Repeat("a", 60)}, ""},
 	}
 	for _, tt := range tests {
