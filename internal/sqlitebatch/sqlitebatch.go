@@ -121,8 +121,12 @@ static int tb_fill(sqlite3_stmt *st, int ncol, unsigned char *buf, int64_t cap, 
 		int fits = 1;
 		for (int i = 0; i < ncol && fits; i++) {
 			// The column's value once, then its parts: each sqlite3_column_*
-			// call looks the column up again (and takes and leaves the
-			// connection's mutex): a sixth of verify's CPU (docs/benchmarks.md).
+			// call looks the column up again and calls the connection's mutex
+			// enter and leave (no-ops on a _mutex=no connection, but calls):
+			// a sixth of verify's CPU (docs/benchmarks.md). The value is what
+			// SQLite calls unprotected, read without the connection's mutex;
+			// that is safe because only the goroutine holding the connection
+			// (sql.Conn.Raw) touches it.
 			sqlite3_value *cv = sqlite3_column_value(st, i);
 			int t = sqlite3_value_type(cv);
 			switch (t) {
