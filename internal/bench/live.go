@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -244,9 +245,7 @@ func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
 	}
 	fd, fc, fp := distOf(floorTook), distOf(floorCommit), distOf(floorPub)
 	floorVals := fd.values("")
-	for k, v := range fc.values("commit_") {
-		floorVals[k] = v
-	}
+	maps.Copy(floorVals, fc.values("commit_"))
 	floorRow := Row{ID: "floor", Result: fd.String(), Goal: "reference", Verdict: VerdictInfo,
 		Detail: fmt.Sprintf("%d samples, taken between the cards: INSERT of a card row in its own transaction (WAL, synchronous=FULL) "+
 			"in a file beside the controller's trail, then a QoS 1 publish of its pit/events payload through the same broker, "+
@@ -254,9 +253,7 @@ func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
 		Values: floorVals}
 	d, dc, dp := distOf(total), distOf(toCommit), distOf(fromCommit)
 	vals := d.values("")
-	for k, v := range dc.values("commit_") {
-		vals[k] = v
-	}
+	maps.Copy(vals, dc.values("commit_"))
 	vals["floor_p99_ms"] = msf(fd.P99)
 	row := Row{ID: "card_to_display", Result: d.String(),
 		Goal:    fmt.Sprintf("p99 ≤ 1.5 × floor p99 (%s), p50 ≤ floor p50 + 0.3 ms (%s)", ms(fd.P99*3/2), ms(fd.P50+300*time.Microsecond)),
