@@ -296,6 +296,9 @@ func WriteCheckpointFile(path string, c Checkpoint) error {
 	}
 	data = append(data, '\n')
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
 	f, err := os.CreateTemp(dir, ".checkpoint-*")
 	if err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)

@@ -73,7 +73,16 @@ func WriteKeyPair(privPath, pubPath string) (ed25519.PublicKey, error) {
 }
 
 // writeNew creates path (failing if it exists), writes data and syncs it.
+// Its folder is made when missing: private to the owner for a private key
+// (perm without group or other bits), else readable by all.
 func writeNew(path string, data []byte, perm os.FileMode) error {
+	dirPerm := os.FileMode(0o755)
+	if perm&0o077 == 0 {
+		dirPerm = 0o700
+	}
+	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+		return fmt.Errorf("create key folder: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return fmt.Errorf("create key file: %w", err)

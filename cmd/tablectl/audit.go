@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -224,7 +225,7 @@ func runAuditExport(args []string, stdout io.Writer) error {
 	w := stdout
 	var f *os.File
 	if *out != "" {
-		if f, err = os.Create(*out); err != nil {
+		if f, err = createOut(*out); err != nil {
 			return err
 		}
 		defer f.Close()
@@ -346,6 +347,9 @@ func runAuditPubkey(args []string, stdout io.Writer) error {
 	if *out == "" {
 		_, err = stdout.Write(data)
 		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return fmt.Errorf("write public key: %w", err)
 	}
 	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {

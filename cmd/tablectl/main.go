@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -255,4 +256,13 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string) error {
 		return errUsage
 	}
 	return nil
+}
+
+// createOut creates (or truncates) the file an --out flag names, making
+// its folder first when missing: a newcomer's `--out ~/new/file` works.
+func createOut(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.Create(path)
 }

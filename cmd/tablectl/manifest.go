@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -82,7 +81,15 @@ self_check.every (docs/operations.md, "Self-authentication").`)
 		_, err = stdout.Write(b)
 		return err
 	}
-	return os.WriteFile(*out, b, 0o644)
+	f, err := createOut(*out)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func runManifestCheck(args []string, stdout io.Writer) error {
