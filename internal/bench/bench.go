@@ -497,14 +497,6 @@ func quietLog() *slog.Logger {
 
 // ---- the subscriber ----
 
-// benchMsg is what the subscriber keeps of a message.
-type benchMsg struct {
-	At      time.Time
-	Kind    string
-	ShoeSeq uint32
-	Seq     int64
-}
-
 // benchState is what the subscriber has received so far.
 type benchState struct {
 	// arrived maps the shoe sequence number of each input row received to

@@ -289,10 +289,10 @@ func TestClientLimit(t *testing.T) {
 	clk.Advance(time.Minute) // one more token for the flood
 	publish(flood, "tablectl/T1/cmd", 2, "later")
 	want := 3 + 2 + 5 + 5 + 1
-	got := sub.Wait(10*time.Second, "what the limit lets through", func(m []mqtttest.Msg) bool { return len(m) >= want })
+	sub.Wait(10*time.Second, "what the limit lets through", func(m []mqtttest.Msg) bool { return len(m) >= want })
 	// The writer's last message says everything before it has arrived.
 	publish(writer, "tablectl/T1/pit/events", 1, "marker")
-	got = sub.Wait(10*time.Second, "the marker", func(m []mqtttest.Msg) bool { return len(m) >= want+1 })
+	got := sub.Wait(10*time.Second, "the marker", func(m []mqtttest.Msg) bool { return len(m) >= want+1 })
 	counts := map[string]int{}
 	for _, m := range got {
 		counts[strings.Fields(string(m.Payload))[0]]++
