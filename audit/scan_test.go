@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/sqlitebatch"
 )
 
 // smallRanges makes scanTrail cut a test-sized trail into many ranges and
@@ -27,7 +29,8 @@ func smallRanges(t *testing.T) {
 // once the triggers are dropped, and on one whose table was rebuilt
 // without STRICT so values of any type can be stored (which Verify reads
 // the reference way; the fast path is forced on it here), both give the
-// same report, with two cores and with one.
+// same report, with two cores and with one, and with sqlitebatch's
+// fallback (the driver read through its API) taking over.
 func TestVerifyFastMatchesReference(t *testing.T) {
 	smallRanges(t)
 	ctx := context.Background()
@@ -95,19 +98,27 @@ INSERT INTO events SELECT * FROM old; DROP TABLE old;`
 		if (name == "clean") == ref.Tampered() {
 			t.Errorf("%s: tampered %v: %+v", name, ref.Tampered(), ref.Findings)
 		}
-		for _, procs := range []int{2, 1} {
-			old := runtime.GOMAXPROCS(procs)
+		for _, run := range []struct {
+			procs int
+			plain bool // sqlitebatch's fallback, as when the driver changes shape
+		}{{2, false}, {1, false}, {2, true}} {
+			old := runtime.GOMAXPROCS(run.procs)
+			restore := func() {}
+			if run.plain {
+				restore = sqlitebatch.ForcePlain()
+			}
 			// Forced: Verify reads a table rebuilt without STRICT the
 			// reference way, but the fast path must cope with any values.
 			scanForceRanges = true
 			fast, err := Verify(ctx, p, opt)
 			scanForceRanges = false
+			restore()
 			runtime.GOMAXPROCS(old)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(fast, ref) {
-				t.Errorf("%s, %d cores: fast found\n%s\nthe reference found\n%s", name, procs, reportText(fast), reportText(ref))
+				t.Errorf("%s, %d cores, sqlitebatch's fallback %v: fast found\n%s\nthe reference found\n%s", name, run.procs, run.plain, reportText(fast), reportText(ref))
 			}
 		}
 	}

@@ -12,10 +12,18 @@
 // The statement runs on the connection database/sql handed out (the
 // caller holds it with sql.Conn.Raw), so inside whatever transaction is
 // open there: the same snapshot as the caller's other reads. The driver
-// keeps that connection's sqlite3 handle unexported; Open reaches it by
-// reflection and fails, rather than guessing, if the driver's type ever
-// changes shape (a test catches it on the pinned version). SQLite's
-// symbols are the ones go-sqlite3 compiles into the binary.
+// keeps that connection's sqlite3 handle unexported and offers no call
+// that gives it; Prepare reaches it by reflection, never guessing: where
+// the connection is not go-sqlite3's or its type has changed shape, it
+// falls back, by itself, to the plain path (plain.go): the same query read
+// through the driver's exported API (driver.Conn's statement and
+// driver.Rows), encoded into the same batches, so callers read both alike
+// and only speed differs (docs/benchmarks.md has both). A warning is
+// logged once when the fallback is taken. SQLite's functions are declared
+// below by hand, as sqlite3.h declares them (their ABI is stable across
+// SQLite 3), and resolve to the SQLite go-sqlite3 compiles into the
+// binary; tests force the fallback and hold both paths to the driver's
+// own reading.
 //
 // Values arrive as SQLite stores them, whatever a column's declared type:
 // a hostile file's wrong types are seen as such, never converted.
@@ -203,6 +211,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -255,6 +264,7 @@ const maxRowBytes = 1 << 31
 // not safe for concurrent use, and must be closed before the connection
 // is handed back.
 type Stmt struct {
+	plain   *plainStmt // the fallback, when the handle could not be had
 	db      *C.sqlite3
 	st      *C.sqlite3_stmt
 	ncol    int
@@ -291,8 +301,15 @@ func handle(dc any) (*C.sqlite3, error) {
 // (grown when one row does not fit).
 func Prepare(dc any, query string, maxRows, bufBytes int) (*Stmt, error) {
 	db, err := handle(dc)
+	if err == nil && forcePlain.Load() {
+		err = fmt.Errorf("%w: the plain path forced (a test)", ErrNoHandle)
+	}
 	if err != nil {
-		return nil, err
+		p, perr := preparePlain(dc, query, maxRows, bufBytes, err)
+		if perr != nil {
+			return nil, fmt.Errorf("%w; the plain path: %w", err, perr)
+		}
+		return &Stmt{plain: p, ncol: p.ncol}, nil
 	}
 	q := C.CString(query)
 	defer C.free(unsafe.Pointer(q))
@@ -309,9 +326,27 @@ func Prepare(dc any, query string, maxRows, bufBytes int) (*Stmt, error) {
 // Columns returns how many values each row has.
 func (s *Stmt) Columns() int { return s.ncol }
 
+// Fast reports whether the statement reads through SQLite's C API (else
+// through the driver's API, the fallback).
+func (s *Stmt) Fast() bool { return s.plain == nil }
+
+// forcePlain makes Prepare take the fallback; tests set it (ForcePlain).
+var forcePlain atomic.Bool
+
+// ForcePlain makes every Prepare take the plain path until the returned
+// function is called: for tests of callers, to hold the fallback to the
+// fast path on a real driver.
+func ForcePlain() (restore func()) {
+	forcePlain.Store(true)
+	return func() { forcePlain.Store(false) }
+}
+
 // Run resets the statement and binds args to its parameters in order,
 // ready for Next.
 func (s *Stmt) Run(args ...int64) error {
+	if s.plain != nil {
+		return s.plain.run(args)
+	}
 	C.tb_reset(s.st)
 	s.pending, s.done = 0, false
 	if n := int(C.sqlite3_bind_parameter_count(s.st)); n != len(args) {
@@ -329,6 +364,9 @@ func (s *Stmt) Run(args ...int64) error {
 // done (then an empty batch, ok false). The batch's bytes are valid until
 // the next call.
 func (s *Stmt) Next() (b Batch, ok bool, err error) {
+	if s.plain != nil {
+		return s.plain.next()
+	}
 	if s.done {
 		return Batch{}, false, nil
 	}
@@ -361,6 +399,9 @@ func (s *Stmt) Next() (b Batch, ok bool, err error) {
 
 // Close finalizes the statement.
 func (s *Stmt) Close() error {
+	if s.plain != nil {
+		return s.plain.close()
+	}
 	if s.st == nil {
 		return nil
 	}

@@ -69,6 +69,15 @@ func viaDriver(t testing.TB, db *sql.DB, query string, args ...int64) [][]any {
 	return out
 }
 
+// bothPaths runs f on the fast path and on the fallback, forced.
+func bothPaths(t *testing.T, f func(t *testing.T)) {
+	t.Run("fast", f)
+	t.Run("plain", func(t *testing.T) {
+		defer ForcePlain()()
+		f(t)
+	})
+}
+
 // eachRow reads the rows of s's run batch by batch, decodes each into
 // vals and calls f, until f returns false (the next Run starts afresh);
 // it returns how many batches it read.
@@ -107,6 +116,9 @@ func viaBatches(t testing.TB, db *sql.DB, query string, maxRows, bufBytes int, a
 			return err
 		}
 		defer s.Close()
+		if s.Fast() == forcePlain.Load() {
+			t.Errorf("Fast() is %v with the plain path forced %v", s.Fast(), forcePlain.Load())
+		}
 		if err := s.Run(args...); err != nil {
 			return err
 		}
@@ -162,20 +174,24 @@ func TestAgreesWithDriver(t *testing.T) {
 		{"a buffer smaller than a row grows", 1000, 64, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, batches := viaBatches(t, db, all, tc.maxRows, tc.bufBytes)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("rows differ from the driver's:\n got %#v\nwant %#v", got, want)
-			}
-			if batches < tc.minBatches {
-				t.Errorf("%d batches, want at least %d", batches, tc.minBatches)
-			}
+			bothPaths(t, func(t *testing.T) {
+				got, batches := viaBatches(t, db, all, tc.maxRows, tc.bufBytes)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("rows differ from the driver's:\n got %#v\nwant %#v", got, want)
+				}
+				if batches < tc.minBatches {
+					t.Errorf("%d batches, want at least %d", batches, tc.minBatches)
+				}
+			})
 		})
 	}
 }
 
 // TestRunRebinds: one statement read for several ranges, as verify reads
 // a trail, including a range stopped part-way.
-func TestRunRebinds(t *testing.T) {
+func TestRunRebinds(t *testing.T) { bothPaths(t, testRunRebinds) }
+
+func testRunRebinds(t *testing.T) {
 	db := openDB(t)
 	for i := 1; i <= 100; i++ {
 		if _, err := db.Exec(`INSERT INTO t VALUES (?, ?, ?, ?)`, i, i*i, "row", nil); err != nil {
@@ -221,7 +237,9 @@ func TestRunRebinds(t *testing.T) {
 
 // TestInTransaction: the statement reads the snapshot of the transaction
 // open on its connection, not rows committed since on another.
-func TestInTransaction(t *testing.T) {
+func TestInTransaction(t *testing.T) { bothPaths(t, testInTransaction) }
+
+func testInTransaction(t *testing.T) {
 	db := openDB(t)
 	if _, err := db.Exec(`INSERT INTO t VALUES (1, 'before', NULL, NULL)`); err != nil {
 		t.Fatal(err)
@@ -269,7 +287,9 @@ func TestInTransaction(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) {
+func TestErrors(t *testing.T) { bothPaths(t, testErrors) }
+
+func testErrors(t *testing.T) {
 	db := openDB(t)
 	c, err := db.Conn(context.Background())
 	if err != nil {
@@ -300,10 +320,13 @@ func TestErrors(t *testing.T) {
 			return err
 		}
 		defer s2.Close()
-		if err := s2.Run(); err != nil {
-			return err
+		// The fast path steps in Next; the driver's API steps the first row
+		// when the query runs: SQLite's error from either.
+		err = s2.Run()
+		if err == nil {
+			_, _, err = s2.Next()
 		}
-		if _, _, err := s2.Next(); err == nil || !strings.Contains(err.Error(), "integer overflow") {
+		if err == nil || !strings.Contains(err.Error(), "integer overflow") {
 			t.Errorf("a failing step: %v, want SQLite's error", err)
 		}
 		if _, ok, err := s2.Next(); ok || err != nil {
@@ -315,7 +338,62 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := Prepare(struct{}{}, `SELECT 1`, 1, 1); !errors.Is(err, ErrNoHandle) {
-		t.Errorf("a connection not go-sqlite3's: %v, want ErrNoHandle", err)
+		t.Errorf("no driver connection at all: %v, want ErrNoHandle", err)
+	}
+}
+
+// foreignConn is a driver connection whose type is not go-sqlite3's, as
+// the connection would look to this package if the driver changed shape.
+type foreignConn struct{ driver.Conn }
+
+// TestFallbackTakesOver: a connection of another shape is read the plain
+// way, by itself, with the same rows as the driver's.
+func TestFallbackTakesOver(t *testing.T) {
+	db := openDB(t)
+	for i := 1; i <= 50; i++ {
+		if _, err := db.Exec(`INSERT INTO t VALUES (?, ?, ?, ?)`, i, i*3, "row", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const all = `SELECT k, a, b, c FROM t WHERE k >= ? ORDER BY k`
+	want := viaDriver(t, db, all, 5)
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got [][]any
+	err = c.Raw(func(dc any) error {
+		s, err := Prepare(foreignConn{dc.(driver.Conn)}, all, 7, 128)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if s.Fast() {
+			t.Error("a connection of another shape took the fast path")
+		}
+		if s.Columns() != 4 {
+			t.Errorf("%d columns, want 4", s.Columns())
+		}
+		if err := s.Run(5); err != nil {
+			return err
+		}
+		vals := make([]Value, s.Columns())
+		_, err = eachRow(t, s, vals, func() bool {
+			row := make([]any, len(vals))
+			for i, v := range vals {
+				row[i] = v.Any()
+			}
+			got = append(got, row)
+			return true
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("rows differ from the driver's:\n got %#v\nwant %#v", got, want)
 	}
 }
 
@@ -342,6 +420,12 @@ func FuzzAgreesWithDriver(f *testing.F) {
 		got, _ := viaBatches(t, db, all, maxRows%10, bufBytes%2048)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("rows differ from the driver's:\n got %#v\nwant %#v", got, want)
+		}
+		restore := ForcePlain()
+		got, _ = viaBatches(t, db, all, maxRows%10, bufBytes%2048)
+		restore()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("the plain path's rows differ from the driver's:\n got %#v\nwant %#v", got, want)
 		}
 	})
 }
@@ -370,6 +454,13 @@ func BenchmarkRead(b *testing.B) {
 		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	})
 	b.Run("batches", func(b *testing.B) {
+		for b.Loop() {
+			viaBatchesCount(b, db, all)
+		}
+		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("batches-plain", func(b *testing.B) {
+		defer ForcePlain()()
 		for b.Loop() {
 			viaBatchesCount(b, db, all)
 		}
