@@ -57,18 +57,19 @@ var inlineCode = regexp.MustCompile("`([^`]+)`")
 // checkout, and checks it did what README says. env is the environment
 // every command gets (HOME a folder of the test's).
 type readmeRunner struct {
+	name    string // the subtest's
 	pattern *regexp.Regexp
 	run     func(t *testing.T, r, cmd string, env []string)
 }
 
 var readmeRunners = []readmeRunner{
-	{regexp.MustCompile(`^\.ci/test$`), checkCIRunsTest},
-	{regexp.MustCompile(`^go test -short \./\.\.\.$`), runLaptopSuite},
-	{regexp.MustCompile(`^go run \./cmd/tablectl demo$`), runTableDemo},
-	{regexp.MustCompile(`^go run \./cmd/tablectl(-floor)? demo --tables \d+$`), runFloorDemo},
-	{regexp.MustCompile(`^go run \./cmd/tablectl audit keygen --out \S+$`), runBuildKeygen},
-	{regexp.MustCompile(`^go run \./cmd/tablectl-pkg --manifest-key \S+$`), runPackage},
-	{regexp.MustCompile(`^go build -o bin/ \./cmd/\.\.\. && bin/tablectl-bench --quick$`), runBenchQuick},
+	{"ci", regexp.MustCompile(`^\.ci/test$`), checkCIRunsTest},
+	{"short-suite", regexp.MustCompile(`^go test -short \./\.\.\.$`), runLaptopSuite},
+	{"demo", regexp.MustCompile(`^go run \./cmd/tablectl demo$`), runTableDemo},
+	{"floor-demo", regexp.MustCompile(`^go run \./cmd/tablectl(-floor)? demo --tables \d+$`), runFloorDemo},
+	{"build-key", regexp.MustCompile(`^go run \./cmd/tablectl audit keygen --out \S+$`), runBuildKeygen},
+	{"package", regexp.MustCompile(`^go run \./cmd/tablectl-pkg --manifest-key \S+$`), runPackage},
+	{"bench", regexp.MustCompile(`^go build -o bin/ \./cmd/\.\.\. && bin/tablectl-bench --quick$`), runBenchQuick},
 }
 
 // TestREADMECommandsKnown: every command README prints has a runner here,
@@ -109,8 +110,17 @@ func TestReadmeCommandsParse(t *testing.T) {
 func TestREADMECommands(t *testing.T) {
 	testenv.Long(t, "every command README.md prints, run as printed (the demos, the packages, the bench, the short suite)")
 	r := root(t)
-	home := t.TempDir()
-	env := append(os.Environ(), "HOME="+home)
+	// A HOME of the test's own (the build key goes there), but Go's
+	// caches where they are: a newcomer's HOME holds theirs.
+	goEnv, err := exec.Command("go", "env", "GOPATH", "GOMODCACHE", "GOCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	caches := strings.Fields(string(goEnv))
+	if len(caches) != 3 {
+		t.Fatalf("go env printed %q", goEnv)
+	}
+	env := append(os.Environ(), "HOME="+t.TempDir(), "GOPATH="+caches[0], "GOMODCACHE="+caches[1], "GOCACHE="+caches[2])
 	// What the commands write into the checkout (the demo's trail, the
 	// packages, the bench's binaries) is put back as it was.
 	for _, d := range []string{"demo", "dist", "bin"} {
@@ -127,7 +137,10 @@ func TestREADMECommands(t *testing.T) {
 			t.Errorf("no runner for %q", c)
 			continue
 		}
-		t.Run(c, func(t *testing.T) { readmeRunners[i].run(t, r, c, env) })
+		t.Run(readmeRunners[i].name, func(t *testing.T) {
+			t.Logf("%s", c)
+			readmeRunners[i].run(t, r, c, env)
+		})
 	}
 }
 
@@ -295,7 +308,9 @@ type demoRun struct {
 func startDemo(t *testing.T, r, cmd string, env []string) *demoRun {
 	t.Helper()
 	d := &demoRun{lines: make(chan string, 1024), exited: make(chan error, 1)}
-	d.cmd = shell(context.Background(), r, cmd, env)
+	// exec: in a terminal Ctrl-C reaches the command while the user's
+	// interactive shell ignores it; a non-interactive sh would die of it.
+	d.cmd = shell(context.Background(), r, "exec "+cmd, env)
 	pr, pw := io.Pipe()
 	d.cmd.Stdout, d.cmd.Stderr = pw, pw
 	if err := d.cmd.Start(); err != nil {
@@ -381,7 +396,7 @@ func reachable(t *testing.T, url string) {
 // work as printed; Ctrl-C stops it cleanly.
 func runTableDemo(t *testing.T, r, cmd string, env []string) {
 	d := startDemo(t, r, cmd, env)
-	url := urlIn.FindString(d.await(t, "web display", 5*time.Minute))
+	url := urlIn.FindString(d.await(t, "web display", 10*time.Minute))
 	if url == "" {
 		t.Fatalf("the banner's web display line has no address:\n%s", d.log.String())
 	}
@@ -408,7 +423,7 @@ func runTableDemo(t *testing.T, r, cmd string, env []string) {
 // answers (behind its login), and Ctrl-C stops it cleanly.
 func runFloorDemo(t *testing.T, r, cmd string, env []string) {
 	d := startDemo(t, r, cmd, env)
-	url := urlIn.FindString(d.await(t, "floor view", 5*time.Minute))
+	url := urlIn.FindString(d.await(t, "floor view", 10*time.Minute))
 	if url == "" {
 		t.Fatalf("the banner's floor view line has no address:\n%s", d.log.String())
 	}
