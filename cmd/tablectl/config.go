@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -12,7 +11,14 @@ import (
 
 func init() {
 	register(command{name: "config", short: "check a config file: every error with its line, column and key; exit 0 only if it would start and deal", run: runConfig})
-	subShorts["config check"] = commands["config"].short
+	for _, c := range configCommands {
+		subShorts["config "+c.name] = c.short
+	}
+}
+
+// configCommands are config's subcommands.
+var configCommands = []subcommand{
+	{"check", "check a config file as tablectl run would read it: every error with its line, column and key", runConfigCheck},
 }
 
 // errConfigBad is returned once check has printed why the config would not
@@ -20,18 +26,10 @@ func init() {
 var errConfigBad = errors.New("the config would not start, or its table would not deal")
 
 func runConfig(args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "check" {
-		w := errOut
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			w = helpOut
-		}
-		fmt.Fprintf(w, "usage: tablectl config check [flags] FILE\n\n%s\n\nsubcommands:\n  check       %s\n\n'tablectl config check -h' prints its flags\n",
-			commands["config"].short, commands["config"].short)
-		if w == helpOut {
-			return flag.ErrHelp
-		}
-		return errUsage
-	}
+	return runSubcommand("config", configCommands, args, stdout)
+}
+
+func runConfigCheck(args []string, stdout io.Writer) error {
 	fs := newFlagSet("config check")
 	fs.Usage = func() {
 		usageHead(fs.Output(), "config check", "[flags] FILE", `Reads the controller's config FILE as tablectl run would, and says every
@@ -48,13 +46,11 @@ Run it as the service's user (sudo -u tablectl) to check what it can read.`)
 		printFlags(fs.Output(), fs)
 	}
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
-	if err := parseFlagsArgs(fs, args[1:]); err != nil {
+	if err := parseFlagsArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(fs.Output(), "one config FILE is needed")
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "one config FILE is needed, after the flags")
 	}
 	path := fs.Arg(0)
 	findings, ok := controller.CheckConfig(path)

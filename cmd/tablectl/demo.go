@@ -39,14 +39,14 @@ flags:
 	}
 	fs.StringVar(&o.Dir, "dir", "demo", "the `folder` for the trail, the keys and the shoe's link")
 	fs.StringVar(&o.Table, "table", "DEMO", "the table `ID`")
-	fs.StringVar(&o.Profile, "profile", coup.ProfileVIP, "the rule profile: classic, no-commission or vip")
+	fs.StringVar(&o.Profile, "profile", coup.ProfileVIP, "the rule `PROFILE`: classic, no-commission or vip")
 	fs.StringVar(&o.MQTTListen, "mqtt-listen", controller.DefaultMQTTListen, "the embedded broker's TCP `address`")
 	fs.StringVar(&o.MQTTWS, "mqtt-ws-listen", controller.DefaultMQTTWSListen, "the embedded broker's WebSocket `address`, or off")
 	fs.StringVar(&o.HTTP, "http", "127.0.0.1:8080", "the HTTP endpoints' `address`")
-	fs.DurationVar(&o.Pace, "pace", shoesim.DefaultCardPace, "the dealer's pace: the wait before each card and button")
-	fs.DurationVar(&o.CoupPace, "coup-pace", -1, "the betting time before each coup (default 5 x --pace)")
-	fs.Uint64Var(&o.Seed, "seed", 0, "shuffle seed (0: a new shoe each run)")
-	fs.IntVar(&o.Shoes, "shoes", 1, "shoes to deal, one after another")
+	fs.DurationVar(&o.Pace, "pace", shoesim.DefaultCardPace, "the dealer's pace: the `WAIT` before each card and button")
+	fs.DurationVar(&o.CoupPace, "coup-pace", -1, "the betting `TIME` before each coup (default 5 x --pace)")
+	fs.Uint64Var(&o.Seed, "seed", 0, "shuffle `SEED` (0: a new shoe each run)")
+	fs.IntVar(&o.Shoes, "shoes", 1, "`N` shoes to deal, one after another")
 	fl := floorDemoFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
