@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/tablectl/tablectl/internal/controller"
 )
@@ -40,8 +41,10 @@ and FILE against the signed manifest (self_check: a failure means the
 table would start but refuse to deal); and warnings: no checkpoint key (the
 trail would be unsigned), no keyring (every command refused), an HTTP
 listener off loopback without TLS, no manifest with self_check.require off
-(an unsigned development build). Exit 0 only when the controller would
-start and deal.
+(an unsigned development build), a shoe port that is not there (the
+controller would start and wait for it). Unknown keys get the key they may
+have meant. Findings are in the file's order. Exit 0 only when the
+controller would start and deal.
 Run it as the service's user (sudo -u tablectl) to check what it can read.`)
 		printFlags(fs.Output(), fs)
 	}
@@ -68,7 +71,10 @@ Run it as the service's user (sudo -u tablectl) to check what it can read.`)
 		for _, f := range findings {
 			fmt.Fprintf(stdout, "%s:%s\n", path, prefixSpace(f.String()))
 		}
-		if ok {
+		switch {
+		case ok && deviceMissing(findings):
+			fmt.Fprintf(stdout, "%s: ok, the controller would start; it deals once the shoe's port is there (the warning above)\n", path)
+		case ok:
 			fmt.Fprintf(stdout, "%s: ok, the controller would start and deal\n", path)
 		}
 	}
@@ -76,6 +82,17 @@ Run it as the service's user (sudo -u tablectl) to check what it can read.`)
 		return errConfigBad
 	}
 	return nil
+}
+
+// deviceMissing reports whether the findings say the shoe's port is not
+// there.
+func deviceMissing(fs []controller.Finding) bool {
+	for _, f := range fs {
+		if f.Key == "shoe.port.path" && strings.HasPrefix(f.Message, controller.DeviceMissing) {
+			return true
+		}
+	}
+	return false
 }
 
 func prefixSpace(s string) string {

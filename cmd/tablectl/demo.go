@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,12 +52,39 @@ flags:
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := checkDemoFlags(fs, fl, o); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *fl.tables > 0 {
 		return floorDemo(ctx, fl, o, stdout)
 	}
 	return demo(ctx, o, stdout)
+}
+
+// checkDemoFlags refuses what cannot be meant before anything starts.
+func checkDemoFlags(fs *flag.FlagSet, fl floorDemoOptions, o controller.DemoOptions) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case *fl.tables < 0:
+		return usageError(fs, "--tables %d: want a number of tables, 1 or more (without it, one table)", *fl.tables)
+	case *fl.tables == 0 && set["tables"]:
+		return usageError(fs, "--tables 0: want 1 or more (without --tables, one table)")
+	case o.Pace < 0:
+		return usageError(fs, "--pace %v: want 0 or more", o.Pace)
+	case o.Shoes < 1:
+		return usageError(fs, "--shoes %d: want 1 or more", o.Shoes)
+	}
+	if *fl.tables == 0 {
+		for _, f := range []string{"floor-db", "floor-schema", "floor-http"} {
+			if set[f] {
+				return usageError(fs, "--%s is for a floor: give --tables N too", f)
+			}
+		}
+	}
+	return nil
 }
 
 // demo runs the demo until ctx is done, saying where to look once it runs
@@ -83,25 +111,29 @@ func printDemo(w io.Writer, i controller.DemoInfo) {
 	login := fmt.Sprintf("--username %s --password-file %s", i.PitBrokerUser, i.PitBrokerPasswordFile)
 	fmt.Fprintf(w, `tablectl demo: table %s, a simulated shoe dealing at a dealer's pace.
 
-  web display      %s/          (pit view %s/pit: user pit, password %s)
+  web display      %s/
+  pit view         %s/pit   and %s/recall   (user %s, password %s: the pit's login, here and at the broker)
   MQTT broker      %s   (WebSocket: %s)
   topics           %s/#   (without a login: status and public/# only)
   pit's login      user %s, password %s   (in %s)
                    watch: mosquitto_sub -h %s -p %s -u %s -P %s -t '%s/#' -v
                    public: mosquitto_sub -h %s -p %s -t '%s/public/#' -t '%s/status' -v
-  HTTP             %s/state  %s/recall  %s/health  %s/metrics
+  HTTP             %s/state  %s/health  %s/metrics
   audit trail      %s   (tablectl audit verify --db %s --pubkey %s)
-  shoe             %s (pseudo-terminal)
+`, i.Table, i.HTTP, i.HTTP, i.HTTP, i.PitBrokerUser, i.PitPassword, i.MQTT, orOff(i.WS), i.Prefix,
+		i.PitBrokerUser, i.PitBrokerPassword, i.PitBrokerPasswordFile,
+		host, port, i.PitBrokerUser, i.PitBrokerPassword, i.Prefix, host, port, i.Prefix, i.Prefix,
+		i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.CheckpointPub)
+	if i.SetAside != "" {
+		fmt.Fprintf(w, "                   the last demo's trail was moved aside to %s (kept: no trail is deleted)\n", i.SetAside)
+	}
+	fmt.Fprintf(w, `  shoe             %s (pseudo-terminal)
   supervisor key   %s   (keyring %s)
                    try:   go run ./cmd/tablectl suspend --broker %s %s --table %s --key %s --reason "a test"
                           go run ./cmd/tablectl resume --broker %s %s --table %s --key %s
 
 Ctrl-C stops it.
-`, i.Table, i.HTTP, i.HTTP, i.PitPassword, i.MQTT, orOff(i.WS), i.Prefix,
-		i.PitBrokerUser, i.PitBrokerPassword, i.PitBrokerPasswordFile,
-		host, port, i.PitBrokerUser, i.PitBrokerPassword, i.Prefix, host, port, i.Prefix, i.Prefix,
-		i.HTTP, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.CheckpointPub, i.Shoe,
-		i.Key, i.Keyring, i.MQTT, login, i.Table, i.Key, i.MQTT, login, i.Table, i.Key)
+`, i.Shoe, i.Key, i.Keyring, i.MQTT, login, i.Table, i.Key, i.MQTT, login, i.Table, i.Key)
 }
 
 func orOff(s string) string {

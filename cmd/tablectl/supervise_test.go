@@ -115,12 +115,14 @@ func TestSuperviseWhyNot(t *testing.T) {
 		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {
 			var out, errb bytes.Buffer
 			start := time.Now()
-			args := append([]string{"suspend", "--table", "T", "--key", key, "--timeout", "20s"}, append(noConfigs(t), tt.args...)...)
+			// A timeout far longer than the bound below: an answer the
+			// broker gave is told at once, not after waiting it out.
+			args := append([]string{"suspend", "--table", "T", "--key", key, "--timeout", "5m"}, append(noConfigs(t), tt.args...)...)
 			code := run(args, &out, &errb)
 			if code != 1 || !strings.HasPrefix(errb.String(), "tablectl suspend: "+tt.want) || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 {
 				t.Errorf("exit %d, stderr %q; want exit 1 and one line %q...", code, errb.String(), "tablectl suspend: "+tt.want)
 			}
-			if d := time.Since(start); d > 10*time.Second {
+			if d := time.Since(start); d > time.Minute {
 				t.Errorf("took %v: the broker's answer was not taken at once", d)
 			}
 		})

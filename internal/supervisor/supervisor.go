@@ -195,7 +195,9 @@ func replyError(o Options, topics mqttpub.Topics, err error) error {
 	return err
 }
 
-func isTLS(url string) bool { return strings.HasPrefix(url, "ssl://") || strings.HasPrefix(url, "wss://") || strings.HasPrefix(url, "tls://") }
+func isTLS(url string) bool {
+	return strings.HasPrefix(url, "ssl://") || strings.HasPrefix(url, "wss://") || strings.HasPrefix(url, "tls://")
+}
 
 func isTimeout(err error) bool {
 	var ne interface{ Timeout() bool }
