@@ -291,6 +291,10 @@ func runAuditKeygen(args []string, stdout io.Writer) error {
 	if *dir == "" {
 		return usageError(fs, "--out is required")
 	}
+	// The folder is made (mode 0700: it will hold a private key).
+	if err := os.MkdirAll(*dir, 0o700); err != nil {
+		return err
+	}
 	privPath, pubPath, err := audit.GenerateKey(*dir)
 	if err != nil {
 		return err

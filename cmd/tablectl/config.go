@@ -45,7 +45,8 @@ listener off loopback without TLS, no manifest with self_check.require off
 controller would start and wait for it). Unknown keys get the key they may
 have meant. Findings are in the file's order. Exit 0 only when the
 controller would start and deal.
-Run it as the service's user (sudo -u tablectl) to check what it can read.`)
+Run it as the service's user (runuser -u tablectl --, or sudo -u tablectl)
+to check what it can read.`)
 		printFlags(fs.Output(), fs)
 	}
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
