@@ -206,6 +206,13 @@ func licence(dir string) (text, name string) {
 	if len(names) == 0 {
 		return "no licence file in the module", "unknown"
 	}
+	// Debian ships the Apache licence's text: the copyright file names it
+	// (lintian: copyright-file-contains-full-apache-2-license).
+	if len(names) == 1 {
+		if t, err := os.ReadFile(filepath.Join(dir, names[0])); err == nil && isApache2(string(t)) {
+			return "On Debian systems the full text of the Apache License 2.0 is in\n/usr/share/common-licenses/Apache-2.0.", "Apache-2.0"
+		}
+	}
 	var b strings.Builder
 	for _, n := range names {
 		t, err := os.ReadFile(filepath.Join(dir, n))
@@ -216,6 +223,13 @@ func licence(dir string) (text, name string) {
 		b.WriteString("\n")
 	}
 	return b.String(), "other (" + strconv.Quote(strings.Join(names, ", ")) + ", below)"
+}
+
+// isApache2 reports whether a licence file is the Apache License 2.0's
+// text alone (its terms, and at most the appendix on how to apply it).
+func isApache2(t string) bool {
+	return strings.Contains(t, "Apache License") && strings.Contains(t, "Version 2.0, January 2004") &&
+		strings.Contains(t, "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION")
 }
 
 // CommitTime is the time of the source tree's commit (git), the source
