@@ -53,6 +53,21 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"audit", "nosuch"}, 2, `unknown subcommand "nosuch"`},
 		{[]string{"--log-level", "loud", "version"}, 2, `log level "loud"`},
 		{[]string{"--log-format", "xml", "version"}, 2, `log format "xml"`},
+		// A required flag missing is a usage error (2) everywhere, said
+		// with the command's name (issue 35).
+		{[]string{"run"}, 2, "tablectl run: --config is required\n\nusage: tablectl run "},
+		{[]string{"keygen"}, 2, "tablectl keygen: --name is required"},
+		{[]string{"audit", "verify"}, 2, "tablectl audit verify: --db is required"},
+		{[]string{"init"}, 2, "tablectl init: --supervisor is required"},
+		{[]string{"manifest", "sign"}, 2, "tablectl manifest sign: --key is required"},
+		{[]string{"replay"}, 2, "tablectl replay: --db is required"},
+		{[]string{"recall"}, 2, "tablectl recall: --db is required"},
+		{[]string{"stats", "--db", "x.db", "--by", "week"}, 2, `tablectl stats: --by "week": want dealer, shift or shoe`},
+		{[]string{"odds", "--decks", "six"}, 2, `tablectl odds: invalid value "six" for flag --decks`},
+		{[]string{"odds", "stray"}, 2, "tablectl odds: unexpected arguments: stray"},
+		{[]string{"config", "check"}, 2, "tablectl config check: one config FILE is needed"},
+		// A failure is 1, prefixed with the command and its subcommand.
+		{[]string{"audit", "verify", "--db", "/nonexistent/trail.db", "--no-signatures"}, 1, "tablectl audit verify: "},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(tt.args, &out, &errb); code != tt.code || !strings.Contains(errb.String(), tt.err) {
