@@ -104,42 +104,9 @@ tcp://127.0.0.1:1883. Each flag below overrides what they say.`, action, supervi
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	// What can be checked here is checked before anything is sent.
-	if *keyFile == "" {
-		return usageError(fs, "--key is required (the supervisor's private key, tablectl keygen's NAME.key)")
-	}
-	takes := actionArgs[action]
-	for _, a := range []string{"coup", "card", "from", "dealer"} {
-		if set[a] && !slices.Contains(takes, a) {
-			return usageError(fs, "--%s is not for %s (%s)", a, action, argsFor(a))
-		}
-	}
-	switch {
-	case *coupNo < 0:
-		return usageError(fs, "--coup %d: want 0 (the coup in progress) or a coup number", *coupNo)
-	case *timeout <= 0:
-		return usageError(fs, "--timeout %v: want more than 0", *timeout)
-	case len(*reason) > 1024:
-		return usageError(fs, "--reason is %d bytes: the table takes 1024 at most", len(*reason))
-	}
-	switch action {
-	case coup.ActionCard:
-		if *card == "" {
-			return usageError(fs, "--card is required: the card to enter, as KH")
-		}
-		if _, err := coup.ParseCard(strings.ToUpper(*card)); err != nil {
-			return usageError(fs, "--card %s: %v", *card, err)
-		}
-	case coup.ActionDealerIn:
-		if *dealer == "" {
-			return usageError(fs, "--dealer is required: the dealer's badge or staff id")
-		}
-		if !coup.ValidStaffName(*dealer) {
-			return usageError(fs, "--dealer %q: want 1 to 64 of A-Z a-z 0-9 . _ @ -", *dealer)
-		}
-	case signedcmd.ActionResync:
-		if *from < 1 {
-			return usageError(fs, "--from is required: the first sequence number to send again (1 or more)")
-		}
+	if err := checkSuperviseArgs(fs, action, set, superviseArgs{key: *keyFile, coup: *coupNo, card: *card, from: *from,
+		dealer: *dealer, reason: *reason, timeout: *timeout}); err != nil {
+		return err
 	}
 
 	cc, err := clientConfig(*clientCfg, set["client-config"], *ctlCfg, set["config"])
@@ -195,6 +162,58 @@ tcp://127.0.0.1:1883. Each flag below overrides what they say.`, action, supervi
 	b, _ := json.Marshal(rep)
 	fmt.Fprintf(stdout, "%s\n", b)
 	return err
+}
+
+// superviseArgs are a command's arguments as given.
+type superviseArgs struct {
+	key, card, dealer, reason string
+	coup                      int
+	from                      int64
+	timeout                   time.Duration
+}
+
+// checkSuperviseArgs refuses, as a usage error, what the table would
+// refuse for its form: a missing or malformed argument, or one the action
+// does not take (the same card and name rules the table applies).
+func checkSuperviseArgs(fs *flag.FlagSet, action string, set map[string]bool, a superviseArgs) error {
+	if a.key == "" {
+		return usageError(fs, "--key is required (the supervisor's private key, tablectl keygen's NAME.key)")
+	}
+	takes := actionArgs[action]
+	for _, arg := range []string{"coup", "card", "from", "dealer"} {
+		if set[arg] && !slices.Contains(takes, arg) {
+			return usageError(fs, "--%s is not for %s (%s)", arg, action, argsFor(arg))
+		}
+	}
+	switch {
+	case a.coup < 0:
+		return usageError(fs, "--coup %d: want 0 (the coup in progress) or a coup number", a.coup)
+	case a.timeout <= 0:
+		return usageError(fs, "--timeout %v: want more than 0", a.timeout)
+	case len(a.reason) > 1024:
+		return usageError(fs, "--reason is %d bytes: the table takes 1024 at most", len(a.reason))
+	}
+	switch action {
+	case coup.ActionCard:
+		if a.card == "" {
+			return usageError(fs, "--card is required: the card to enter, as KH")
+		}
+		if _, err := coup.ParseCard(strings.ToUpper(a.card)); err != nil {
+			return usageError(fs, "--card %s: %v", a.card, err)
+		}
+	case coup.ActionDealerIn:
+		if a.dealer == "" {
+			return usageError(fs, "--dealer is required: the dealer's badge or staff id")
+		}
+		if !coup.ValidStaffName(a.dealer) {
+			return usageError(fs, "--dealer %q: want 1 to 64 of A-Z a-z 0-9 . _ @ -", a.dealer)
+		}
+	case signedcmd.ActionResync:
+		if a.from < 1 {
+			return usageError(fs, "--from is required: the first sequence number to send again (1 or more)")
+		}
+	}
+	return nil
 }
 
 // argsFor says which actions take an argument.
