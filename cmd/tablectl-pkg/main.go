@@ -31,7 +31,9 @@ func run(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: tablectl-pkg --manifest-key FILE [flags]
 
-Builds tablectl's .deb for each --arch into --out. Each package carries the
+Builds tablectl's .deb for each --arch into --out, dated with
+SOURCE_DATE_EPOCH, else the commit's time: the same commit built twice
+gives the same bytes. Each package carries the
 self-authentication manifest of its own binary and the example config (and
 each --manifest-config, a table's own config), signed with the build key,
 and the key's public half, at %s and
@@ -46,6 +48,7 @@ flags:
 	out := fs.String("out", "dist", "the `DIR` the packages go to")
 	version := fs.String("version", "", "the package's `VERSION` (default 0.1.0+git<revision>)")
 	keyFile := fs.String("manifest-key", "", "the build key `FILE` (Ed25519 PEM, tablectl audit keygen) that signs the manifest")
+	maintainer := fs.String("maintainer", debpkg.DefaultMaintainer, "the package's Maintainer: `\"NAME <ADDRESS>\"`")
 	unsigned := fs.Bool("unsigned", false, "build without a manifest: the installed table refuses to deal (deploy/tablectl.json sets self_check.require)")
 	var configs []string
 	fs.Func("manifest-config", "one more config `FILE` the manifest covers (repeatable): a table's own config, installed as "+debpkg.ConfigPath, func(s string) error {
@@ -70,7 +73,7 @@ flags:
 		}
 		return err
 	}
-	o := debpkg.Options{Out: *out, Extra: extra, Unsigned: *unsigned, Configs: configs,
+	o := debpkg.Options{Out: *out, Extra: extra, Unsigned: *unsigned, Configs: configs, Maintainer: *maintainer,
 		Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	switch {
 	case *keyFile != "" && *unsigned:
@@ -89,7 +92,8 @@ flags:
 		return debpkg.ErrNoManifestKey
 	}
 	// A reproducible build's time (reproducible-builds.org): the same
-	// tree and key then give the same manifest (Ed25519 is deterministic).
+	// tree and key then give the same package, byte for byte (Ed25519 is
+	// deterministic). Without it, the commit's time (debpkg.Build).
 	if e := os.Getenv("SOURCE_DATE_EPOCH"); e != "" {
 		sec, err := strconv.ParseInt(e, 10, 64)
 		if err != nil {

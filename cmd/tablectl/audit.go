@@ -71,16 +71,13 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *db == "" {
-		fmt.Fprintln(fs.Output(), "--db is required")
-		return errUsage
+		return usageError(fs, "--db is required")
 	}
 	if *noSigs && len(keyFiles) > 0 {
-		fmt.Fprintln(fs.Output(), "--no-signatures and --pubkey exclude each other")
-		return errUsage
+		return usageError(fs, "--no-signatures and --pubkey exclude each other")
 	}
 	if *everySig && len(keyFiles) == 0 {
-		fmt.Fprintln(fs.Output(), "--every-signature needs --pubkey")
-		return errUsage
+		return usageError(fs, "--every-signature needs --pubkey")
 	}
 	opt := audit.VerifyOptions{EverySignature: *everySig}
 	for _, f := range cpFiles {
@@ -210,8 +207,7 @@ func runAuditExport(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *db == "" {
-		fmt.Fprintln(fs.Output(), "--db is required")
-		return errUsage
+		return usageError(fs, "--db is required")
 	}
 	if *kinds != "" {
 		q.Kinds = strings.Split(*kinds, ",")
@@ -252,8 +248,7 @@ func runAuditCheckpoint(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *db == "" {
-		fmt.Fprintln(fs.Output(), "--db is required")
-		return errUsage
+		return usageError(fs, "--db is required")
 	}
 	ctx := context.Background()
 	r, err := audit.OpenReader(ctx, *db)
@@ -295,9 +290,9 @@ func runAuditKeygen(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *dir == "" {
-		fmt.Fprintln(fs.Output(), "--out is required")
-		return errUsage
+		return usageError(fs, "--out is required")
 	}
+	// The folder is made when missing (mode 0700: it holds a private key).
 	privPath, pubPath, err := audit.GenerateKey(*dir)
 	if err != nil {
 		return err
@@ -322,8 +317,7 @@ func runAuditPubkey(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *key == "" {
-		fmt.Fprintln(fs.Output(), "--key is required")
-		return errUsage
+		return usageError(fs, "--key is required")
 	}
 	var pub ed25519.PublicKey
 	if pkcs11signer.IsURI(*key) {

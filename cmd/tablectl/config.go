@@ -3,16 +3,23 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/tablectl/tablectl/internal/controller"
 )
 
 func init() {
 	register(command{name: "config", short: "check a config file: every error with its line, column and key; exit 0 only if it would start and deal", run: runConfig})
-	subShorts["config check"] = commands["config"].short
+	for _, c := range configCommands {
+		subShorts["config "+c.name] = c.short
+	}
+}
+
+// configCommands are config's subcommands.
+var configCommands = []subcommand{
+	{"check", "check a config file as tablectl run would read it: every error with its line, column and key", runConfigCheck},
 }
 
 // errConfigBad is returned once check has printed why the config would not
@@ -20,18 +27,10 @@ func init() {
 var errConfigBad = errors.New("the config would not start, or its table would not deal")
 
 func runConfig(args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "check" {
-		w := errOut
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			w = helpOut
-		}
-		fmt.Fprintf(w, "usage: tablectl config check [flags] FILE\n\n%s\n\nsubcommands:\n  check       %s\n\n'tablectl config check -h' prints its flags\n",
-			commands["config"].short, commands["config"].short)
-		if w == helpOut {
-			return flag.ErrHelp
-		}
-		return errUsage
-	}
+	return runSubcommand("config", configCommands, args, stdout)
+}
+
+func runConfigCheck(args []string, stdout io.Writer) error {
 	fs := newFlagSet("config check")
 	fs.Usage = func() {
 		usageHead(fs.Output(), "config check", "[flags] FILE", `Reads the controller's config FILE as tablectl run would, and says every
@@ -42,19 +41,20 @@ and FILE against the signed manifest (self_check: a failure means the
 table would start but refuse to deal); and warnings: no checkpoint key (the
 trail would be unsigned), no keyring (every command refused), an HTTP
 listener off loopback without TLS, no manifest with self_check.require off
-(an unsigned development build). Exit 0 only when the controller would
-start and deal.
-Run it as the service's user (sudo -u tablectl) to check what it can read.`)
+(an unsigned development build), a shoe port that is not there (the
+controller would start and wait for it). Unknown keys get the key they may
+have meant. Findings are in the file's order. Exit 0 only when the
+controller would start and deal.
+Run it as the service's user (runuser -u tablectl --, or sudo -u tablectl)
+to check what it can read.`)
 		printFlags(fs.Output(), fs)
 	}
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
-	if err := parseFlagsArgs(fs, args[1:]); err != nil {
+	if err := parseFlagsArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(fs.Output(), "one config FILE is needed")
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "one config FILE is needed, after the flags")
 	}
 	path := fs.Arg(0)
 	findings, ok := controller.CheckConfig(path)
@@ -72,7 +72,10 @@ Run it as the service's user (sudo -u tablectl) to check what it can read.`)
 		for _, f := range findings {
 			fmt.Fprintf(stdout, "%s:%s\n", path, prefixSpace(f.String()))
 		}
-		if ok {
+		switch {
+		case ok && deviceMissing(findings):
+			fmt.Fprintf(stdout, "%s: ok, the controller would start; it deals once the shoe's port is there (the warning above)\n", path)
+		case ok:
 			fmt.Fprintf(stdout, "%s: ok, the controller would start and deal\n", path)
 		}
 	}
@@ -80,6 +83,17 @@ Run it as the service's user (sudo -u tablectl) to check what it can read.`)
 		return errConfigBad
 	}
 	return nil
+}
+
+// deviceMissing reports whether the findings say the shoe's port is not
+// there.
+func deviceMissing(fs []controller.Finding) bool {
+	for _, f := range fs {
+		if f.Key == "shoe.port.path" && strings.HasPrefix(f.Message, controller.DeviceMissing) {
+			return true
+		}
+	}
+	return false
 }
 
 func prefixSpace(s string) string {

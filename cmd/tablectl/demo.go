@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,16 +40,19 @@ flags:
 	}
 	fs.StringVar(&o.Dir, "dir", "demo", "the `folder` for the trail, the keys and the shoe's link")
 	fs.StringVar(&o.Table, "table", "DEMO", "the table `ID`")
-	fs.StringVar(&o.Profile, "profile", coup.ProfileVIP, "the rule profile: classic, no-commission or vip")
+	fs.StringVar(&o.Profile, "profile", coup.ProfileVIP, "the rule `PROFILE`: classic, no-commission or vip")
 	fs.StringVar(&o.MQTTListen, "mqtt-listen", controller.DefaultMQTTListen, "the embedded broker's TCP `address`")
 	fs.StringVar(&o.MQTTWS, "mqtt-ws-listen", controller.DefaultMQTTWSListen, "the embedded broker's WebSocket `address`, or off")
 	fs.StringVar(&o.HTTP, "http", "127.0.0.1:8080", "the HTTP endpoints' `address`")
-	fs.DurationVar(&o.Pace, "pace", shoesim.DefaultCardPace, "the dealer's pace: the wait before each card and button")
-	fs.DurationVar(&o.CoupPace, "coup-pace", -1, "the betting time before each coup (default 5 x --pace)")
-	fs.Uint64Var(&o.Seed, "seed", 0, "shuffle seed (0: a new shoe each run)")
-	fs.IntVar(&o.Shoes, "shoes", 1, "shoes to deal, one after another")
+	fs.DurationVar(&o.Pace, "pace", shoesim.DefaultCardPace, "the dealer's pace: the `WAIT` before each card and button")
+	fs.DurationVar(&o.CoupPace, "coup-pace", -1, "the betting `TIME` before each coup (default 5 x --pace)")
+	fs.Uint64Var(&o.Seed, "seed", 0, "shuffle `SEED` (0: a new shoe each run)")
+	fs.IntVar(&o.Shoes, "shoes", 1, "`N` shoes to deal, one after another")
 	fl := floorDemoFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkDemoFlags(fs, fl, o); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,6 +61,30 @@ flags:
 		return floorDemo(ctx, fl, o, stdout)
 	}
 	return demo(ctx, o, stdout)
+}
+
+// checkDemoFlags refuses what cannot be meant before anything starts.
+func checkDemoFlags(fs *flag.FlagSet, fl floorDemoOptions, o controller.DemoOptions) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case *fl.tables < 0:
+		return usageError(fs, "--tables %d: want a number of tables, 1 or more (without it, one table)", *fl.tables)
+	case *fl.tables == 0 && set["tables"]:
+		return usageError(fs, "--tables 0: want 1 or more (without --tables, one table)")
+	case o.Pace < 0:
+		return usageError(fs, "--pace %v: want 0 or more", o.Pace)
+	case o.Shoes < 1:
+		return usageError(fs, "--shoes %d: want 1 or more", o.Shoes)
+	}
+	if *fl.tables == 0 {
+		for _, f := range []string{"floor-db", "floor-schema", "floor-http"} {
+			if set[f] {
+				return usageError(fs, "--%s is for a floor: give --tables N too", f)
+			}
+		}
+	}
+	return nil
 }
 
 // demo runs the demo until ctx is done, saying where to look once it runs
@@ -83,25 +111,29 @@ func printDemo(w io.Writer, i controller.DemoInfo) {
 	login := fmt.Sprintf("--username %s --password-file %s", i.PitBrokerUser, i.PitBrokerPasswordFile)
 	fmt.Fprintf(w, `tablectl demo: table %s, a simulated shoe dealing at a dealer's pace.
 
-  web display      %s/          (pit view %s/pit: user pit, password %s)
+  web display      %s/
+  pit view         %s/pit   and %s/recall   (user %s, password %s: the pit's login, here and at the broker)
   MQTT broker      %s   (WebSocket: %s)
   topics           %s/#   (without a login: status and public/# only)
   pit's login      user %s, password %s   (in %s)
                    watch: mosquitto_sub -h %s -p %s -u %s -P %s -t '%s/#' -v
                    public: mosquitto_sub -h %s -p %s -t '%s/public/#' -t '%s/status' -v
-  HTTP             %s/state  %s/recall  %s/health  %s/metrics
+  HTTP             %s/state  %s/health  %s/metrics
   audit trail      %s   (tablectl audit verify --db %s --pubkey %s)
-  shoe             %s (pseudo-terminal)
+`, i.Table, i.HTTP, i.HTTP, i.HTTP, i.PitBrokerUser, i.PitPassword, i.MQTT, orOff(i.WS), i.Prefix,
+		i.PitBrokerUser, i.PitBrokerPassword, i.PitBrokerPasswordFile,
+		host, port, i.PitBrokerUser, i.PitBrokerPassword, i.Prefix, host, port, i.Prefix, i.Prefix,
+		i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.CheckpointPub)
+	if i.SetAside != "" {
+		fmt.Fprintf(w, "                   the last demo's trail was moved aside to %s (kept: no trail is deleted)\n", i.SetAside)
+	}
+	fmt.Fprintf(w, `  shoe             %s (pseudo-terminal)
   supervisor key   %s   (keyring %s)
                    try:   go run ./cmd/tablectl suspend --broker %s %s --table %s --key %s --reason "a test"
                           go run ./cmd/tablectl resume --broker %s %s --table %s --key %s
 
 Ctrl-C stops it.
-`, i.Table, i.HTTP, i.HTTP, i.PitPassword, i.MQTT, orOff(i.WS), i.Prefix,
-		i.PitBrokerUser, i.PitBrokerPassword, i.PitBrokerPasswordFile,
-		host, port, i.PitBrokerUser, i.PitBrokerPassword, i.Prefix, host, port, i.Prefix, i.Prefix,
-		i.HTTP, i.HTTP, i.HTTP, i.HTTP, i.Trail, i.Trail, i.CheckpointPub, i.Shoe,
-		i.Key, i.Keyring, i.MQTT, login, i.Table, i.Key, i.MQTT, login, i.Table, i.Key)
+`, i.Shoe, i.Key, i.Keyring, i.MQTT, login, i.Table, i.Key, i.MQTT, login, i.Table, i.Key)
 }
 
 func orOff(s string) string {

@@ -54,6 +54,13 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 		return err
 	}
 	dir = filepath.Join(dir, "floor")
+	// The floor view's address first: a port in use fails the demo at
+	// once, before the cluster and the tables start.
+	ln, err := net.Listen("tcp", *fl.view)
+	if err != nil {
+		return fmt.Errorf("--floor-http: %w", err)
+	}
+	defer ln.Close()
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -84,10 +91,6 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	}
 	defer nc.Close()
 	v := floor.NewView(f.Store, f.Registry, floor.Subjects{}, nil, log)
-	ln, err := net.Listen("tcp", *fl.view)
-	if err != nil {
-		return fmt.Errorf("floor view: %w", err)
-	}
 	// The floor view's login, made for this run as the pit view's is.
 	login := floor.Login{User: "floor", Password: strings.ToLower(rand.Text()[:16])}
 	passFile := filepath.Join(dir, "floor-view.password")

@@ -12,6 +12,10 @@ func init() {
 	register(command{name: "init", short: "make a new box's keys and passwords (never overwrites) and say what to copy off it", run: runInit})
 }
 
+// defaultConfigPath is the installed controller's config, as the package
+// puts it.
+const defaultConfigPath = "/etc/tablectl/tablectl.json"
+
 func runInit(args []string, stdout io.Writer) error {
 	fs := newFlagSet("init")
 	fs.Usage = func() {
@@ -26,7 +30,7 @@ checkpoint public key) is listed with where it goes.`)
 		printFlags(fs.Output(), fs)
 	}
 	o := provision.Options{}
-	fs.StringVar(&o.Config, "config", "/etc/tablectl/tablectl.json", "the controller's config `FILE`: init makes the files it names")
+	fs.StringVar(&o.Config, "config", defaultConfigPath, "the controller's config `FILE`: init makes the files it names")
 	fs.StringVar(&o.Supervisor, "supervisor", "", "the first supervisor's `NAME` (A-Z a-z 0-9 . _ @ -)")
 	fs.StringVar(&o.Handoff, "handoff", "/root/tablectl-handoff", "the `DIR` (mode 0700) for what must be copied off the box")
 	fs.StringVar(&o.Mosquitto, "mosquitto", "/etc/mosquitto", "Mosquitto's config `DIR` for tablectl.passwd and tablectl/acl; empty leaves Mosquitto alone")
@@ -37,8 +41,7 @@ checkpoint public key) is listed with where it goes.`)
 		return err
 	}
 	if o.Supervisor == "" {
-		fmt.Fprintln(fs.Output(), "--supervisor is required")
-		return errUsage
+		return usageError(fs, "--supervisor is required")
 	}
 	if _, err := os.Stat(o.MosquittoACL); err != nil {
 		o.MosquittoACL = ""

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -93,10 +94,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, errUsage) {
 			return 2
 		}
-		fmt.Fprintf(stderr, "tablectl %s: %v\n", c.name, err)
+		name := c.name
+		var se *subError
+		if errors.As(err, &se) {
+			name = se.name
+		}
+		fmt.Fprintf(stderr, "tablectl %s: %v\n", name, err)
 		return 1
 	}
 	return 0
+}
+
+// subError is a subcommand's failure, named by the command and the
+// subcommand ("audit verify"), so its message is prefixed with both.
+type subError struct {
+	name string
+	err  error
+}
+
+func (e *subError) Error() string { return e.err.Error() }
+func (e *subError) Unwrap() error { return e.err }
+
+// usageError says what is wrong with the command line, prefixed with the
+// command ("tablectl audit verify: --db is required"), then its usage, on
+// stderr; the command exits 2. For a mistake found before anything is
+// done or sent: a missing or contradictory flag, a value that cannot be
+// right.
+func usageError(fs *flag.FlagSet, format string, args ...any) error {
+	fmt.Fprintf(fs.Output(), "%s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return errUsage
+}
+
+// warn writes a warning, prefixed with the command, to stderr: something
+// done that may not be what was meant.
+func warn(fs *flag.FlagSet, format string, args ...any) {
+	fmt.Fprintf(errOut, "%s: warning: %s\n", fs.Name(), fmt.Sprintf(format, args...))
 }
 
 func usage(w io.Writer) {
@@ -150,7 +183,10 @@ func runSubcommand(name string, subs []subcommand, args []string, stdout io.Writ
 	if len(args) > 0 {
 		for _, c := range subs {
 			if c.name == args[0] {
-				return c.run(args[1:], stdout)
+				if err := c.run(args[1:], stdout); err != nil {
+					return &subError{name: name + " " + c.name, err: err}
+				}
+				return nil
 			}
 		}
 		switch args[0] {
@@ -194,7 +230,8 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		name, text := flag.UnquoteUsage(f)
 		line := "  --" + f.Name
 		if name != "" {
-			line += " " + name
+			// Placeholders in capitals, as the synopses write them.
+			line += " " + strings.ToUpper(name)
 		}
 		line += "\n    \t" + strings.ReplaceAll(text, "\n", "\n    \t")
 		if !strings.Contains(text, "(default") && !zeroDefault(f) {
@@ -231,8 +268,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
-		return errUsage
+		return usageError(fs, "unexpected arguments: %s (every value goes with its --flag)", strings.Join(fs.Args(), " "))
 	}
 	return nil
 }
@@ -251,9 +287,7 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string) error {
 			fs.SetOutput(out)
 			return flag.ErrHelp
 		}
-		fmt.Fprintln(out, err)
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "%s", flagMessage(err))
 	}
 	return nil
 }
@@ -266,3 +300,17 @@ func createOut(path string) (*os.File, error) {
 	}
 	return os.Create(path)
 }
+
+// flagMessage is the flag package's error in the convention's terms: the
+// flag as it is written (--name), "unknown flag" for one not defined.
+func flagMessage(err error) string {
+	s := err.Error()
+	if name, ok := strings.CutPrefix(s, "flag provided but not defined: "); ok {
+		return "unknown flag --" + strings.TrimLeft(name, "-")
+	}
+	return flagName.ReplaceAllString(s, "$1 --$2")
+}
+
+// flagName is a flag named in the flag package's errors ("for flag -x",
+// "for -x", "argument: -x").
+var flagName = regexp.MustCompile(`(flag|for|argument:) -{1,2}([A-Za-z0-9][A-Za-z0-9-]*)`)

@@ -62,8 +62,7 @@ self_check.every (docs/operations.md, "Self-authentication").`)
 		return err
 	}
 	if *keyFile == "" {
-		fmt.Fprintln(fs.Output(), "--key is required")
-		return errUsage
+		return usageError(fs, "--key is required")
 	}
 	key, err := audit.LoadPrivateKey(*keyFile)
 	if err != nil {
@@ -102,8 +101,7 @@ func runManifestCheck(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *exe == "" {
-		fmt.Fprintln(fs.Output(), "--exe is required")
-		return errUsage
+		return usageError(fs, "--exe is required")
 	}
 	res := selfcheck.Checker{Manifest: *manifest, PublicKey: *pub, Require: true, Executable: *exe, Config: *cfg}.Check()
 	b, _ := json.MarshalIndent(res, "", "  ")

@@ -42,10 +42,10 @@ type oddsBetJSON struct {
 
 func runOdds(args []string, stdout io.Writer) error {
 	fs := newFlagSet("odds")
-	decks := fs.Int("decks", 0, "decks in the shoe, 6 or 8 (default the profile's)")
-	profile := fs.String("profile", coup.ProfileClassic, "rule profile: "+strings.Join(coup.ProfileNames(), ", "))
-	dealt := fs.String("dealt", "", "cards already out of the shoe, comma-separated (e.g. KH,9S,TD)")
-	profileFile := fs.String("profile-file", "", "a profile config (JSON: a built-in profile and overrides, e.g. the winning-number pay table); replaces --profile")
+	decks := fs.Int("decks", 0, "`N` decks in the shoe, 6 or 8 (default the profile's)")
+	profile := fs.String("profile", coup.ProfileClassic, "rule `PROFILE`: "+strings.Join(coup.ProfileNames(), ", "))
+	dealt := fs.String("dealt", "", "`CARDS` already out of the shoe, comma-separated (e.g. KH,9S,TD)")
+	profileFile := fs.String("profile-file", "", "a profile config `FILE` (JSON: a built-in profile and overrides, e.g. the winning-number pay table); replaces --profile")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -30,22 +30,28 @@ var errDiffers = errors.New("the trail differs from what the rules derive")
 func runReplay(args []string, stdout io.Writer) error {
 	fs := newFlagSet("replay")
 	db := fs.String("db", "", "the audit trail: a SQLite `file`, a directory of segments, or segment files in order, comma-separated")
-	shoe := fs.Int("shoe", 0, "print only this shoe (0: all)")
-	coupN := fs.Int("coup", 0, "print only this coup (0: all)")
+	shoe := fs.Int("shoe", 0, "print only this shoe `N` (0: all)")
+	coupN := fs.Int("coup", 0, "print only this coup `N` (0: all)")
 	asJSON := fs.Bool("json", false, "print JSON lines instead of text")
 	publish := fs.Bool("publish", false, "republish the trail (or --shoe) to a broker instead of printing it")
-	broker := fs.String("broker", "tcp://127.0.0.1:1883", "with --publish: the broker's URL")
-	user := fs.String("username", "", "with --publish: the broker user")
-	pass := fs.String("password", "", "with --publish: the broker password")
-	prefix := fs.String("prefix", "", "with --publish: the topic prefix (default tablectl/<table>/replay)")
-	speed := fs.Float64("speed", 1, "with --publish: 1 is the recorded pace, 10 ten times faster, 0 no pauses")
-	maxPause := fs.Duration("max-pause", 10*time.Second, "with --publish: the longest pause between inputs")
+	broker := fs.String("broker", "tcp://127.0.0.1:1883", "with --publish: the broker's `URL`")
+	user := fs.String("username", "", "with --publish: the broker's `USER`")
+	pass := fs.String("password", "", "with --publish: the broker's `PASSWORD`")
+	prefix := fs.String("prefix", "", "with --publish: the topic `PREFIX` (default tablectl/<table>/replay)")
+	speed := fs.Float64("speed", 1, "with --publish: the `FACTOR` of the recorded pace: 1 as recorded, 10 ten times faster, 0 no pauses")
+	maxPause := fs.Duration("max-pause", 10*time.Second, "with --publish: the longest `PAUSE` between inputs")
 	keyring := fs.String("keyring", "", "re-verify every recorded command against this supervisors' keyring `file`")
 	serve := fs.String("serve", "", "serve the surveillance viewer of the trail on `ADDR` (127.0.0.1:8090) instead of printing it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	ctx := context.Background()
+	if *db == "" {
+		return usageError(fs, "--db is required")
+	}
+	if *serve != "" && *publish {
+		return usageError(fs, "--serve and --publish: give one")
+	}
 	if *serve != "" {
 		return serveViewer(ctx, *db, *serve, stdout)
 	}
@@ -164,9 +170,6 @@ func republish(ctx context.Context, r *audit.Reader, shoe int, broker, user, pas
 // serveViewer serves the surveillance viewer of the trail until
 // interrupted.
 func serveViewer(ctx context.Context, db, addr string, stdout io.Writer) error {
-	if db == "" {
-		return fmt.Errorf("--db is required")
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tl, err := viewer.LoadFile(ctx, db)
@@ -180,9 +183,6 @@ func serveViewer(ctx context.Context, db, addr string, stdout io.Writer) error {
 
 // openTrail opens the trail named by --db for reading.
 func openTrail(ctx context.Context, db string) (*audit.Reader, error) {
-	if db == "" {
-		return nil, fmt.Errorf("--db is required")
-	}
 	return audit.OpenReader(ctx, db)
 }
 
@@ -192,6 +192,9 @@ func runRecall(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *db == "" {
+		return usageError(fs, "--db is required")
 	}
 	ctx := context.Background()
 	r, err := openTrail(ctx, *db)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -19,13 +18,13 @@ func init() {
 
 func runRun(args []string, stdout io.Writer) error {
 	fs := newFlagSet("run")
-	path := fs.String("config", "", "the controller's config file (JSON; see deploy/tablectl.json)")
+	path := fs.String("config", "", "the controller's config `FILE` (JSON; see deploy/tablectl.json) (required)")
 	mf := mqttFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *path == "" {
-		return fmt.Errorf("--config is required")
+		return usageError(fs, "--config is required")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -26,18 +26,13 @@ func init() {
 func runWitness(args []string, stdout io.Writer) error {
 	fs := newFlagSet("witness")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: tablectl witness --db URL --registry FILE [flags]
-
-Takes every table's pit/events and pit/checkpoint from the floor's NATS
+		usageHead(fs.Output(), "witness", "--db URL --registry FILE [flags]", `Takes every table's pit/events and pit/checkpoint from the floor's NATS
 JetStream stream, checks each row's hash and link and each checkpoint's
 signature against the table's registered key, keeps every row exactly once
 in PostgreSQL and raises floor alerts (floor/alerts). Run two or more: they
 share the work. With --http it serves the floor view, behind HTTP basic
-auth (--http-user, --http-password-file). docs/floor.md.
-
-flags:
-`)
-		fs.PrintDefaults()
+auth (--http-user, --http-password-file). docs/floor.md.`)
+		printFlags(fs.Output(), fs)
 	}
 	var cfg floor.Config
 	host, _ := os.Hostname()
@@ -50,8 +45,8 @@ flags:
 	as := fs.String("as", "", "the key's `name` in the tables' keyrings (default: the key file's name)")
 	fs.StringVar(&cfg.Stream, "stream", floor.DefaultStream, "the JetStream `stream`")
 	fs.StringVar(&cfg.Consumer, "consumer", floor.DefaultConsumer, "the durable `consumer` every witness shares")
-	fs.IntVar(&cfg.Replicas, "replicas", 3, "the stream's replicas when it is created")
-	fs.IntVar(&cfg.Batch, "batch", floor.DefaultBatch, "messages taken and committed at once")
+	fs.IntVar(&cfg.Replicas, "replicas", 3, "the stream's `N` replicas when it is created")
+	fs.IntVar(&cfg.Batch, "batch", floor.DefaultBatch, "`N` messages taken and committed at once")
 	fs.StringVar(&cfg.StatusStream, "status-stream", floor.DefaultStatusStream, "the JetStream `stream` of each table's last status, for the floor view")
 	httpAddr := fs.String("http", "", "serve the floor view at this `address` (empty: none), behind HTTP basic auth")
 	var login floor.Login
@@ -61,13 +56,11 @@ flags:
 		return err
 	}
 	if *db == "" || *registry == "" {
-		fmt.Fprintln(fs.Output(), "--db and --registry are required")
-		return errUsage
+		return usageError(fs, "--db and --registry are required")
 	}
 	if *httpAddr != "" {
 		if *passFile == "" || login.User == "" {
-			fmt.Fprintln(fs.Output(), "--http needs --http-user and --http-password-file: the floor view shows every table's alerts")
-			return errUsage
+			return usageError(fs, "--http needs --http-user and --http-password-file: the floor view shows every table's alerts")
 		}
 		p, err := smallfile.Secret(*passFile)
 		if err != nil {

@@ -70,6 +70,13 @@ type ConnOptions struct {
 	// dead broker is noticed and how often it is tried again.
 	KeepAlive, ConnectTimeout, MaxReconnectInterval time.Duration
 	Logger                                          *slog.Logger
+	// Once makes the first connection now, once: Dial waits for it and
+	// returns why it failed (refused, TLS, the login), for a one-shot
+	// client such as a supervisor's command that has nothing to wait for.
+	// Without it Dial returns at once and connects in the background,
+	// trying again until Close. A connection made once is kept up as
+	// without it.
+	Once bool
 }
 
 // InMessage is a message received on a subscribed topic.
@@ -209,8 +216,23 @@ func Dial(opt ConnOptions) (*Conn, error) {
 	if opt.WillTopic != "" {
 		po.SetBinaryWill(opt.WillTopic, opt.WillPayload, 1, true)
 	}
+	if opt.Once {
+		po.SetConnectRetry(false)
+	}
 	c.c = paho.NewClient(po)
-	c.c.Connect() // with ConnectRetry this keeps trying in the background
+	tok := c.c.Connect() // with ConnectRetry this keeps trying in the background
+	if opt.Once {
+		// paho bounds the dial, the TLS handshake and the CONNACK each by
+		// ConnectTimeout; the wait here only backs that up.
+		if !tok.WaitTimeout(3*opt.ConnectTimeout + time.Second) {
+			c.Close(0)
+			return nil, fmt.Errorf("mqtt: no answer from %s in %v", opt.Broker, 3*opt.ConnectTimeout)
+		}
+		if err := tok.Error(); err != nil {
+			c.Close(0)
+			return nil, err
+		}
+	}
 	return c, nil
 }
 

@@ -23,7 +23,7 @@ func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte,
 	if r := conn.Refused(); len(r) > 0 {
 		// The broker's ACL: this login may not read this table's replies,
 		// so it may not command it either.
-		return command.Reply{}, fmt.Errorf("%w: the broker refused this login the replies on %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, strings.Join(r, ", "))
+		return command.Reply{}, fmt.Errorf("%w: the broker does not let this login read the table's replies on %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, strings.Join(r, ", "))
 	}
 	losses := conn.Losses()
 	// A broker that refuses a publish by its ACL may close the connection

@@ -18,6 +18,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/internal/selfcheck"
 	"github.com/tablectl/tablectl/internal/smallfile"
 )
@@ -89,10 +90,23 @@ func CheckConfig(path string) (findings []Finding, ok bool) {
 		}
 	}
 	findings = append(findings, checkFiles(c)...)
+	findings = append(findings, checkDevice(c.Shoe.Port)...)
 	findings = append(findings, checkSelf(c.SelfCheck, path)...)
 	for i, f := range findings {
 		findings[i] = at(data, idx, f)
 	}
+	// In the file's order, as an editor shows it; what has no place in
+	// the file (a key left at its default) after.
+	sort.SliceStable(findings, func(i, j int) bool {
+		a, b := findings[i], findings[j]
+		switch {
+		case a.Line == 0 || b.Line == 0:
+			return a.Line != 0 && b.Line == 0
+		case a.Line != b.Line:
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
 	ok = true
 	for _, f := range findings {
 		if !f.Warning {
@@ -205,6 +219,81 @@ func checkFiles(c Config) []Finding {
 	return fs
 }
 
+// DeviceMissing is the start of the warning for a shoe port that is not
+// there (config check's last line says the table would not deal yet).
+const DeviceMissing = "not there: "
+
+// checkDevice says whether the shoe's port is there. A missing one is a
+// warning, not an error: the controller starts and waits for the shoe,
+// which may be unplugged while the box is set up; but the table deals
+// nothing until it is there.
+func checkDevice(p device.Config) []Finding {
+	if p.Path == "" {
+		return nil
+	}
+	fi, err := os.Stat(p.Path)
+	switch {
+	case err != nil && errors.Is(err, os.ErrNotExist):
+		return []Finding{{Key: "shoe.port.path", Warning: true, Message: DeviceMissing + p.Path + " does not exist: the controller would start and wait for it, and deal nothing until it is there (is the shoe plugged in and powered? tablectl ports lists the serial ports; a udev rule names it, deploy/99-tablectl-shoe.rules)"}}
+	case err != nil:
+		return []Finding{{Key: "shoe.port.path", Warning: true, Message: DeviceMissing + err.Error()}}
+	case fi.Mode()&os.ModeCharDevice == 0:
+		return []Finding{{Key: "shoe.port.path", Message: p.Path + " is not a serial device (" + fi.Mode().Type().String() + ")"}}
+	}
+	return nil
+}
+
+// didYouMean suggests the key meant by an unknown key path: a key of the
+// same section a letter or two away, or the same key in another section.
+func didYouMean(path string) string {
+	parent, name := "", path
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		parent, name = path[:i], path[i+1:]
+	}
+	best, bestD := "", 3
+	if name == "" {
+		return ""
+	}
+	for _, k := range ConfigKeys() {
+		kp, kn := "", k
+		if i := strings.LastIndexByte(k, '.'); i >= 0 {
+			kp, kn = k[:i], k[i+1:]
+		}
+		d := editDistance(name, kn)
+		switch {
+		case kp == parent && d < bestD && d <= max(1, len(name)/4):
+			best, bestD = k, d
+		case kp != parent && d == 0 && bestD > 0:
+			best, bestD = k, 0
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // checkSelf runs the start-up self-check as the controller would with the
 // config at path, this program being the executable (config check runs
 // the installed tablectl, the service's binary).
@@ -257,7 +346,7 @@ func Locate(data []byte) []Finding {
 	walkValue(data, reflect.TypeOf(Config{}), "", func(path string, off int64, t reflect.Type, raw json.RawMessage, unknown bool) {
 		line, col := lineCol(data, off)
 		if unknown {
-			fs = append(fs, Finding{Line: line, Col: col, Key: path, Message: "unknown key"})
+			fs = append(fs, Finding{Line: line, Col: col, Key: path, Message: "unknown key" + didYouMean(path)})
 			return
 		}
 		if t == nil {

@@ -51,6 +51,9 @@ type DemoInfo struct {
 	PitBrokerUser, PitBrokerPassword, PitBrokerPasswordFile string
 	// CheckpointPub is the checkpoint key's public half, for audit verify.
 	CheckpointPub string
+	// SetAside is where an earlier demo's trail was moved (empty: there
+	// was none): a demo starts a fresh table and deletes no trail.
+	SetAside string
 }
 
 // Demo runs a whole table on this machine until ctx is done: a simulated
@@ -85,7 +88,8 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		return err
 	}
 	trail := filepath.Join(o.Dir, "demo.db")
-	if err := setAside(trail); err != nil {
+	aside, err := setAside(trail)
+	if err != nil {
 		return err
 	}
 	cpKey, err := demoCheckpointKey(keys)
@@ -139,7 +143,9 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	if o.ResultTime > 0 {
 		tc.ResultTime = o.ResultTime
 	}
-	pitPassword := rand.Text()[:12]
+	// One password for the pit, at the pit view and at the broker: the
+	// demo's user is the pit's.
+	pitPassword := pitBrokerPassword
 	ctl, err := Start(ctx, c, tc, log.With("part", "controller"), Hooks{WebPitPassword: pitPassword})
 	if err != nil {
 		return err
@@ -159,7 +165,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	})
 	info := DemoInfo{Table: o.Table, CheckpointPub: pubOf(cpKey), MQTT: ctl.broker.URL(), WS: ctl.broker.WSURL(), HTTP: "http://" + ctl.ln.Addr().String(),
 		Prefix: c.MQTT.Prefix, Trail: trail, Shoe: pty.Path(), Key: supKey, Keyring: keyring, PitPassword: pitPassword,
-		PitBrokerUser: "pit", PitBrokerPassword: pitBrokerPassword, PitBrokerPasswordFile: pitBrokerFile}
+		PitBrokerUser: "pit", PitBrokerPassword: pitBrokerPassword, PitBrokerPasswordFile: pitBrokerFile, SetAside: aside}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -185,19 +191,20 @@ func pubOf(priv string) string { return filepath.Join(filepath.Dir(priv), audit.
 
 // setAside renames a trail left by an earlier demo, so each demo starts a
 // fresh table (a shoe interrupted mid-coup would hold the new one
-// suspended) and no trail is ever deleted.
-func setAside(trail string) error {
+// suspended) and no trail is ever deleted; it returns the new name (empty
+// when there was none).
+func setAside(trail string) (string, error) {
 	if _, err := os.Stat(trail); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return "", nil
 	}
 	old := fmt.Sprintf("%s.%s", trail[:len(trail)-len(filepath.Ext(trail))], time.Now().Format("20060102-150405"))
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := os.Rename(trail+suffix, old+".db"+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("set the last demo's trail aside: %w", err)
+			return "", fmt.Errorf("set the last demo's trail aside: %w", err)
 		}
 	}
 	os.Remove(trail + "-lock")
-	return nil
+	return old + ".db", nil
 }
 
 // demoCheckpointKey makes the checkpoint key on the first run.

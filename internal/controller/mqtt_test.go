@@ -534,14 +534,15 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("the demo's trail: %v %+v", err, rep)
 	}
 	// A second run sets the first trail aside and starts a fresh table.
-	if err := setAside(info.Trail); err != nil {
+	aside, err := setAside(info.Trail)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(info.Trail); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("trail still there: %v", err)
 	}
 	olds, _ := filepath.Glob(filepath.Join(filepath.Dir(info.Trail), "demo.*.db"))
-	if len(olds) != 1 {
-		t.Fatalf("set aside: %v", olds)
+	if len(olds) != 1 || olds[0] != aside {
+		t.Fatalf("set aside: %v, said %s", olds, aside)
 	}
 }

@@ -49,6 +49,47 @@ const (
 	User = "tablectl"
 )
 
+// Package is what makes one binary package: its name, the command it
+// ships, what it says it is, and what it depends on. Tablectl is the
+// table's; another binary of the module gets a Package of its own.
+type Package struct {
+	Name string
+	// Cmd is the main package built into /usr/bin/Name.
+	Cmd string
+	// Summary is the one-line description (Description's first line, the
+	// manual page's NAME line); Description the paragraphs after it.
+	Summary, Description string
+	Section              string
+	Depends, Recommends  []string
+	// Contents is what it installs besides the binary, its manual pages,
+	// completions, copyright and changelog, from the source tree at root,
+	// the binary at bin.
+	Contents func(root, bin string) []File
+	// Scripts are its maintainer scripts, paths in the source tree.
+	Scripts map[string]string
+	// Overrides are its lintian overrides (a file in the source tree).
+	Overrides string
+}
+
+// Tablectl is the table's package.
+var Tablectl = Package{
+	Name:    Name,
+	Cmd:     "./cmd/tablectl",
+	Summary: "live-dealer Punto Banco table controller",
+	Description: "Reads the dealing shoe, checks every draw against the tableau, records an\n" +
+		"append-only signed audit trail and publishes each coup over MQTT.",
+	Section:    "misc",
+	Depends:    []string{"adduser", "libc6"},
+	Recommends: []string{"mosquitto", "mosquitto-clients", "systemd-timesyncd | chrony | ntp"},
+	Contents:   Contents,
+	Scripts:    Scripts,
+	Overrides:  "deploy/package/lintian-overrides",
+}
+
+// DefaultMaintainer is the package's Maintainer when Options.Maintainer is
+// empty. A release sets its own (tablectl-pkg --maintainer).
+const DefaultMaintainer = "tablectl maintainers <tablectl@users.noreply.github.com>"
+
 // Arches are the architectures built, as Debian names them, with the C
 // cross-compiler cgo needs for each when it is not the build machine's.
 var Arches = map[string]string{
@@ -82,8 +123,16 @@ type Options struct {
 	// example (a floor's table configs, each to be installed as
 	// /etc/tablectl/tablectl.json): a box runs with any one of them.
 	Configs []string
-	// Made is the manifest's time; zero is now.
+	// Made is the source's date (SOURCE_DATE_EPOCH): every file's time
+	// in the package, the manifest's and the changelog's; zero is the
+	// commit's time (git), else now. The same tree, key and Made give the
+	// same package, byte for byte.
 	Made time.Time
+	// Maintainer is the Maintainer field ("Name <address>"); empty is
+	// DefaultMaintainer.
+	Maintainer string
+	// Package is what is built; the zero value is Tablectl.
+	Package Package
 	// Log hears the build's steps; nil is silent.
 	Log func(format string, args ...any)
 }
@@ -176,16 +225,35 @@ func Build(ctx context.Context, o Options) (string, error) {
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
+	if o.Package.Name == "" {
+		o.Package = Tablectl
+	}
+	if o.Maintainer == "" {
+		o.Maintainer = DefaultMaintainer
+	}
+	if o.Made.IsZero() {
+		o.Made = CommitTime(o.Root)
+		if o.Made.IsZero() {
+			o.Made = time.Now()
+			o.Log("no SOURCE_DATE_EPOCH and no git commit: the files are dated now, so this build is not reproducible")
+		}
+	}
+	o.Made = o.Made.UTC()
 	work, err := os.MkdirTemp("", "tablectl-pkg-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(work)
-	bin := filepath.Join(work, "tablectl")
-	if err := BuildBinary(ctx, o.Root, o.Arch, o.Version, bin); err != nil {
+	bin := filepath.Join(work, o.Package.Name)
+	if err := BuildBinary(ctx, o.Root, o.Package.Cmd, o.Arch, o.Version, bin); err != nil {
 		return "", err
 	}
 	o.Log("built %s for linux/%s, version %s", bin, o.Arch, o.Version)
+	docs, err := o.docs(ctx, work, bin)
+	if err != nil {
+		return "", err
+	}
+	o.Extra = append(slices.Clip(o.Extra), docs...)
 	if o.ManifestKey != nil {
 		signed, err := o.signManifest(work, bin)
 		if err != nil {
@@ -202,7 +270,7 @@ func Build(ctx context.Context, o Options) (string, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return "", err
 	}
-	out := filepath.Join(o.Out, fmt.Sprintf("%s_%s_%s.deb", Name, o.Version, o.Arch))
+	out := filepath.Join(o.Out, fmt.Sprintf("%s_%s_%s.deb", o.Package.Name, o.Version, o.Arch))
 	f, err := os.Create(out)
 	if err != nil {
 		return "", err
@@ -224,9 +292,6 @@ func Build(ctx context.Context, o Options) (string, error) {
 // key's public half; it returns them as package files.
 func (o Options) signManifest(work, bin string) ([]File, error) {
 	made := o.Made
-	if made.IsZero() {
-		made = time.Now()
-	}
 	entries := []selfcheck.Entry{
 		{Role: selfcheck.RoleExecutable, Path: bin, As: BinPath},
 		{Role: selfcheck.RoleConfig, Path: filepath.Join(o.Root, "deploy/tablectl.json"), As: ConfigPath},
@@ -259,7 +324,7 @@ func (o Options) signManifest(work, bin string) ([]File, error) {
 
 func (o Options) info(bin string) (*nfpm.Info, error) {
 	var cs files.Contents
-	for _, f := range append(Contents(o.Root, bin), o.Extra...) {
+	for _, f := range append(o.Package.Contents(o.Root, bin), o.Extra...) {
 		c := &files.Content{Source: f.Src, Destination: f.Dst, FileInfo: &files.ContentFileInfo{
 			Mode: f.Mode, Owner: or(f.Owner, "root"), Group: or(f.Group, "root")}}
 		switch {
@@ -275,18 +340,19 @@ func (o Options) info(bin string) (*nfpm.Info, error) {
 		}
 		cs = append(cs, c)
 	}
-	s := func(k string) string { return filepath.Join(o.Root, Scripts[k]) }
+	p := o.Package
+	s := func(k string) string { return filepath.Join(o.Root, p.Scripts[k]) }
 	info := &nfpm.Info{
-		Name: Name, Arch: o.Arch, Platform: "linux", Version: o.Version, VersionSchema: "none",
-		Section: "misc", Priority: "optional",
-		Maintainer:  "tablectl <tablectl@localhost>",
-		Description: "live-dealer Punto Banco table controller\nReads the dealing shoe, checks every draw against the tableau, records an\nappend-only signed audit trail and publishes each coup over MQTT.",
+		Name: p.Name, Arch: o.Arch, Platform: "linux", Version: o.Version, VersionSchema: "none",
+		Section: p.Section, Priority: "optional",
+		Maintainer:  o.Maintainer,
+		Description: p.Summary + "\n" + p.Description,
 		Homepage:    "https://github.com/tablectl/tablectl",
 		License:     "proprietary",
-		MTime:       time.Unix(0, 0).UTC(),
+		MTime:       o.Made,
 		Overridables: nfpm.Overridables{
-			Depends:    []string{"adduser", "libc6"},
-			Recommends: []string{"mosquitto", "mosquitto-clients", "systemd-timesyncd | chrony | ntp"},
+			Depends:    p.Depends,
+			Recommends: p.Recommends,
 			Contents:   cs,
 			Scripts:    nfpm.Scripts{PreInstall: s("preinst"), PostInstall: s("postinst"), PreRemove: s("prerm"), PostRemove: s("postrm")},
 		},
@@ -305,10 +371,13 @@ func or(s, d string) string {
 	return s
 }
 
-// BuildBinary builds cmd/tablectl for linux/arch at out with the version
-// stamped in and the VCS revision recorded (cgo: SQLite; a cross-compiler
-// for an arch other than the machine's).
-func BuildBinary(ctx context.Context, root, arch, version, out string) error {
+// BuildBinary builds the main package cmd (./cmd/tablectl) for
+// linux/arch at out with the version stamped in and the VCS revision
+// recorded (cgo: SQLite; a cross-compiler for an arch other than the
+// machine's), hardened as Debian builds C: position-independent, the C
+// parts with _FORTIFY_SOURCE and the stack protector, relocations
+// read-only and bound at start.
+func BuildBinary(ctx context.Context, root, cmdPath, arch, version, out string) error {
 	const bi = "github.com/tablectl/tablectl/internal/buildinfo."
 	ldflags := "-s -w -X " + bi + "version=" + version
 	if rev, dirty, ok := gitRevision(root); ok {
@@ -316,10 +385,12 @@ func BuildBinary(ctx context.Context, root, arch, version, out string) error {
 		// from a git worktree.
 		ldflags += " -X " + bi + "revision=" + rev + " -X " + bi + "modified=" + fmt.Sprint(dirty)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs="+buildVCS(root),
-		"-ldflags", ldflags, "-o", out, "./cmd/tablectl")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs="+buildVCS(root), "-buildmode=pie",
+		"-ldflags", ldflags, "-o", out, cmdPath)
 	cmd.Dir = root
-	env := append(os.Environ(), "CGO_ENABLED=1", "GOOS=linux", "GOARCH="+arch)
+	env := append(os.Environ(), "CGO_ENABLED=1", "GOOS=linux", "GOARCH="+arch,
+		"CGO_CFLAGS=-O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong",
+		"CGO_LDFLAGS=-Wl,-z,relro -Wl,-z,now")
 	if arch != runtime.GOARCH || runtime.GOOS != "linux" {
 		cc := Arches[arch]
 		if _, err := exec.LookPath(cc); err != nil {

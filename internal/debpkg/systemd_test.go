@@ -204,6 +204,20 @@ func TestPackagedInstallSystemd(t *testing.T) {
 	// The table as it was: coup 4 of shoe 1, rebuilt from the trail.
 	coupOnMQTT()
 
+	// A supervisor's commands on the box, with no broker, table or login
+	// given: init's client.json names the box's Mosquitto, the table and
+	// the supervisors' login (issue 35); each is accepted.
+	for _, cmd := range []string{`suspend --reason "a test"`, "resume"} {
+		if out := sh("tablectl " + cmd + " --key /root/tablectl-handoff/alice.martin.key"); !strings.Contains(out, `"result":"accepted"`) {
+			t.Errorf("tablectl %s on the box: %s", cmd, out)
+		}
+	}
+	// The same command to the demo's port is told apart: refused, at once.
+	if out, err := c.run(30*time.Second, "tablectl suspend --broker tcp://127.0.0.1:1884 --key /root/tablectl-handoff/alice.martin.key"); err == nil ||
+		!strings.Contains(out, "tablectl suspend: connection refused: nothing listens at tcp://127.0.0.1:1884") {
+		t.Errorf("a command to a port with no broker: %v\n%s", err, out)
+	}
+
 	// The config edited on the box (not re-signed): at the restart the
 	// self-check fails and the table refuses to deal; put back, the check
 	// passes.

@@ -30,6 +30,7 @@ import (
 	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
+	"github.com/tablectl/tablectl/internal/supervisor"
 )
 
 // Options say where things go.
@@ -186,8 +187,40 @@ func Run(o Options) (Report, error) {
 		if err := p.mosquitto(c.TableID, pw); err != nil {
 			return p.r, err
 		}
+		if err := p.clientConfig(c); err != nil {
+			return p.r, err
+		}
 	}
 	return p.r, nil
+}
+
+// clientConfig writes the supervisors' client config beside the
+// controller's (client.json, root's, 0600): the box's broker as the
+// controller reaches it, the table, and the supervisors' broker login
+// whose password init handed off, so that `tablectl suspend --key FILE`
+// on the box needs nothing more.
+func (p *run) clientConfig(c controller.Config) error {
+	path := filepath.Join(filepath.Dir(p.o.Config), "client.json")
+	if p.exists(path, "the supervisors' client config") {
+		return nil
+	}
+	login := "supervisor-" + c.TableID
+	pass := filepath.Join(p.o.Handoff, login+".password")
+	if _, err := os.Stat(pass); err != nil {
+		p.r.Next = append(p.r.Next, fmt.Sprintf("no %s: write %s by hand for the supervisors' commands on the box (docs/operations.md)", pass, path))
+		return nil
+	}
+	abs, err := filepath.Abs(pass)
+	if err != nil {
+		return err
+	}
+	cc := supervisor.ClientConfig{Broker: c.MQTT.Broker, Table: c.TableID, Prefix: c.MQTT.Prefix, Username: login, PasswordFile: abs,
+		CAFile: c.MQTT.CAFile}
+	if err := supervisor.WriteClientConfig(path, cc); err != nil {
+		return fmt.Errorf("client config: %w", err)
+	}
+	p.made(path, "the supervisors' client config: tablectl suspend, void, ... on this box reach "+c.MQTT.Broker+" as "+login)
+	return nil
 }
 
 type run struct {
@@ -378,7 +411,7 @@ func handoffTo(login string) string {
 	case login[:4] == "pit-":
 		return "the pit system (its broker login " + login + ")"
 	case len(login) > 11 && login[:11] == "supervisor-":
-		return "the supervisors' workstation (tablectl suspend ... --username " + login + " --password-file FILE)"
+		return "the supervisors' workstation, with a client config like this box's client.json (tablectl suspend --client-config FILE ...); this box's own commands use it here"
 	default:
 		return "surveillance (tablectl replay --publish --username " + login + ")"
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablectl/tablectl/internal/supervisor"
+
 	"github.com/tablectl/tablectl/audit"
 	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/mqtttest"
@@ -63,6 +65,7 @@ func TestRun(t *testing.T) {
 		o.Handoff + "/supervisor-BAC-07.password": 0o600,
 		o.Mosquitto + "/tablectl.passwd":          0o600,
 		o.Mosquitto + "/tablectl/acl":             0o644,
+		dir + "/client.json":                      0o600,
 	} {
 		if got := mode(t, path); got != m {
 			t.Errorf("%s: mode %v, want %v", path, got, m)
@@ -76,6 +79,13 @@ func TestRun(t *testing.T) {
 	}
 	if kr, err := signedcmd.LoadKeyring(etc + "/supervisors.json"); err != nil || len(kr.Lookup("alice.martin")) != 1 {
 		t.Errorf("keyring: %v", err)
+	}
+	// The supervisors' commands on the box find the broker, the table and
+	// their login in the client config.
+	cc, err := supervisor.LoadClientConfig(dir + "/client.json")
+	if err != nil || cc.Broker != "tcp://127.0.0.1:1883" || cc.Table != "BAC-07" || cc.Prefix != "tablectl/BAC-07" ||
+		cc.Username != "supervisor-BAC-07" || cc.PasswordFile != o.Handoff+"/supervisor-BAC-07.password" {
+		t.Errorf("client config %+v: %v", cc, err)
 	}
 	var out bytes.Buffer
 	r.Print(&out)
