@@ -222,10 +222,24 @@ type Trail interface {
 // row's time stands in for issued_at, which the trail does not keep: a
 // command accepted at row time t was issued no earlier than t - window, and
 // so is stale from t + 2 windows on at the latest. It finds the first such
-// row by bisecting the trail on time, so it reads only the recent rows.
+// row by bisecting the rows the trail still holds on time, so it reads only
+// the recent rows, and never one that retention has deleted with the oldest
+// segments of a directory trail.
 func (v *Verifier) Restore(ctx context.Context, trail Trail) (int, error) {
 	head := trail.Head().Seq
 	if head == 0 {
+		return 0, nil
+	}
+	// The oldest row still there: seq 1, unless retention removed it.
+	first := int64(0)
+	for rec, err := range trail.Events(ctx, audit.Query{}) {
+		if err != nil {
+			return 0, fmt.Errorf("restore command ids: %w", err)
+		}
+		first = rec.Seq
+		break
+	}
+	if first == 0 {
 		return 0, nil
 	}
 	since := v.opt.Clock.Now().Add(-2 * v.opt.Window)
@@ -240,7 +254,7 @@ func (v *Verifier) Restore(ctx context.Context, trail Trail) (int, error) {
 	}
 	// The first row at or after since, assuming times do not go backwards
 	// by much (the store stamps rows from the wall clock).
-	lo, hi := int64(1), head+1
+	lo, hi := first, head+1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		t, err := at(mid)
