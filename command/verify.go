@@ -71,6 +71,9 @@ type Verified struct {
 	// that verified it.
 	Signed []byte
 	KeyID  string
+	// KeyLabel is the keyring's label of the key ("" when its supervisor
+	// holds one key).
+	KeyLabel string
 }
 
 // Input is the table input a verified table action becomes; By is the
@@ -80,7 +83,7 @@ func (v Verified) Input() coup.Input {
 	c := v.Command
 	return coup.Input{Kind: coup.InCmd, Command: &coup.Command{
 		ID: c.ID, Action: c.Action, By: c.Supervisor, Coup: c.Coup, Card: v.Card, Reason: c.Reason, Dealer: c.Dealer,
-		Signed: string(v.Signed), Sig: c.Sig, KeyID: v.KeyID,
+		Signed: string(v.Signed), Sig: c.Sig, KeyID: v.KeyID, Key: v.KeyLabel,
 	}}
 }
 
@@ -191,7 +194,7 @@ func (v *Verifier) Verify(payload []byte) (Verified, error) {
 	}
 	// Once issued_at is outside the window the id is refused as stale anyway.
 	v.seen.add(c.ID, p.issued.Add(v.opt.Window))
-	return Verified{Command: c, IssuedAt: p.issued, Card: p.card, Signed: p.signed, KeyID: audit.KeyID(key.PublicKey)}, nil
+	return Verified{Command: c, IssuedAt: p.issued, Card: p.card, Signed: p.signed, KeyID: audit.KeyID(key.PublicKey), KeyLabel: key.Label}, nil
 }
 
 // Remember marks id as used until until, for ids read back from the trail.

@@ -12,29 +12,30 @@ import (
 )
 
 func init() {
-	register(command{name: "enrol", short: "add a supervisor's public key (a pit console's, or tablectl keygen's) to the keyring", run: runEnrol})
+	register(command{name: "enrol", short: "add a supervisor's public key (an enrolment request, or a key) to a keyring for the officer to sign", run: runEnrol})
 }
 
 func runEnrol(args []string, stdout io.Writer) error {
 	fs := newFlagSet("enrol")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: tablectl enrol --keyring FILE --name NAME (--public-key KEY | --public-key-file FILE) [flags]
-
-Adds a supervisor's public key to the controller's keyring, with the
-actions it may sign and the window it may sign in. KEY is what the pit
-console shows after it makes a key in the supervisor's browser (the raw
-key in base64); FILE is a PEM public key (tablectl keygen's NAME.pub).
-The keyring is replaced whole (written beside it, then renamed), and
-checked as the controller checks it. A running controller reloads its
-keyring within 2 seconds of the change.
-
-flags:
-`)
-		fs.PrintDefaults()
+		usageHead(fs.Output(), "enrol", "--keyring FILE (--request FILE | --name NAME (--public-key KEY | --public-key-file FILE)) [flags]",
+			`The security officer's step, on the officer's machine: adds a supervisor's
+public key to a keyring, with the actions it may sign and the window it
+may sign in. FILE of --request is an enrolment request (the pit console
+makes one for a key made in the browser, tablectl keygen NAME.request.json):
+it carries the name and the key, signed with that key; check its key id
+with the supervisor before signing it in. KEY is a raw key in base64;
+--public-key-file a PEM public key. The keyring is checked as the
+controller checks it and replaced whole; it is left unsigned (a draft):
+sign it with tablectl keyring sign, then install it on the tables. A
+keyring enrolled into on a table box is refused by its controller.`)
+		printFlags(fs.Output(), fs)
 	}
-	keyring := fs.String("keyring", "", "the keyring `FILE` (mqtt.keyring; made when missing)")
+	keyring := fs.String("keyring", "", "the keyring `FILE` (made when missing)")
+	request := fs.String("request", "", "an enrolment request `FILE` (name and key, signed with the key)")
 	name := fs.String("name", "", "the supervisor's `NAME` (A-Z a-z 0-9 . _ @ -)")
-	pubText := fs.String("public-key", "", "the public `KEY` in base64, as the pit console shows it")
+	label := fs.String("key", "", "the key's `LABEL` among the supervisor's keys (needed for a second key of a name, and on the first)")
+	pubText := fs.String("public-key", "", "the public `KEY` in base64")
 	pubFile := fs.String("public-key-file", "", "a PEM public key `FILE` (tablectl keygen's NAME.pub)")
 	actions := fs.String("actions", signedcmd.ActionsAll, "the actions the key may sign, comma-separated (* for all)")
 	notBefore := fs.String("not-before", "", "RFC 3339 `TIME` from which the key may sign (default now)")
@@ -44,27 +45,54 @@ flags:
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *keyring == "" || *name == "" || (*pubText == "") == (*pubFile == "") {
-		return fmt.Errorf("--keyring, --name and one of --public-key or --public-key-file are required")
+	given := 0
+	for _, s := range []string{*request, *pubText, *pubFile} {
+		if s != "" {
+			given++
+		}
 	}
-	text := *pubText
-	if *pubFile != "" {
-		b, err := smallfile.Read(*pubFile, 4096)
+	if *keyring == "" || given != 1 || (*request == "") == (*name == "") {
+		fmt.Fprintln(fs.Output(), "--keyring, and either --request or --name with one of --public-key or --public-key-file, are required")
+		return errUsage
+	}
+	e := signedcmd.Enrolment{Name: *name, Label: *label, Comment: *comment, NotBefore: time.Now().UTC().Truncate(time.Second)}
+	if *request != "" {
+		b, err := smallfile.Read(*request, 4096)
 		if err != nil {
 			return err
 		}
-		text = string(b)
+		req, pub, err := signedcmd.ParseRequest(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *request, err)
+		}
+		e.Name, e.PublicKey = req.Name, pub
+		if e.Comment == "" {
+			e.Comment = "enrolment request of " + req.RequestedAt
+			if req.Table != "" {
+				e.Comment += " from table " + req.Table
+			}
+		}
+	} else {
+		text := *pubText
+		if *pubFile != "" {
+			b, err := smallfile.Read(*pubFile, 4096)
+			if err != nil {
+				return err
+			}
+			text = string(b)
+		}
+		pub, err := signedcmd.ParsePublicKey(text)
+		if err != nil {
+			return err
+		}
+		e.PublicKey = pub
 	}
-	pub, err := signedcmd.ParsePublicKey(text)
-	if err != nil {
-		return err
-	}
-	e := signedcmd.Enrolment{Name: *name, PublicKey: pub, Comment: *comment, NotBefore: time.Now().UTC().Truncate(time.Second)}
 	for _, a := range strings.Split(*actions, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			e.Actions = append(e.Actions, a)
 		}
 	}
+	var err error
 	if *notBefore != "" {
 		if e.NotBefore, err = time.Parse(time.RFC3339, *notBefore); err != nil {
 			return fmt.Errorf("--not-before: %w", err)
@@ -85,6 +113,7 @@ flags:
 	if !e.NotAfter.IsZero() {
 		window += " to " + e.NotAfter.UTC().Format(time.RFC3339)
 	}
-	fmt.Fprintf(stdout, "enrolled %s (key %s) in %s, %s; a running controller takes it within seconds\n", *name, audit.KeyID(pub), *keyring, window)
+	fmt.Fprintf(stdout, "enrolled %s (key %s) in %s, %s; the keyring is now unsigned: sign it (tablectl keyring sign --keyring %s --key officer.key) and install it on the tables\n",
+		e.Name, audit.KeyID(e.PublicKey), *keyring, window, *keyring)
 	return nil
 }

@@ -3,6 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
 
 	signedcmd "github.com/tablectl/tablectl/command"
 )
@@ -17,9 +22,10 @@ func runKeygen(args []string, stdout io.Writer) error {
 		fmt.Fprintf(fs.Output(), `usage: tablectl keygen --name NAME [--out DIR]
 
 Makes NAME.key (the private key: it signs commands and stays with the
-supervisor, mode 0600) and NAME.pub in DIR, and prints the keyring entry
-to add to the controller's keyring (deploy/supervisors.json). Edit the
-entry's "actions" to narrow what the key may sign.
+supervisor, mode 0600), NAME.pub and NAME.request.json (the enrolment
+request, signed with the new key) in DIR, and prints the keyring entry.
+Send the request to the security officer, who enrols it and signs the
+keyring (tablectl enrol --request, tablectl keyring sign).
 
 flags:
 `)
@@ -37,7 +43,32 @@ flags:
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(fs.Output(), "wrote %s (private: keep it with %s) and %s\nkeyring entry:\n", priv, *name, pub)
+	key, err := audit.LoadPrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	req, err := signedcmd.NewRequest(*name, key, "", time.Now())
+	if err != nil {
+		return err
+	}
+	reqPath := filepath.Join(*out, *name+".request.json")
+	if err := writeNew(reqPath, req, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(fs.Output(), "wrote %s (private: keep it with %s), %s and %s (send it to the security officer)\nkeyring entry:\n", priv, *name, pub, reqPath)
 	fmt.Fprintf(stdout, "%s\n", entry)
 	return nil
+}
+
+// writeNew writes a file that must not exist yet.
+func writeNew(path string, b []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
@@ -73,6 +74,13 @@ type Controller struct {
 	sealed   chan struct{}
 	commands *signedcmd.Handler
 	keys     *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
+	// keyringAuthorities are the public keys a keyring must be signed with
+	// (mqtt.keyring_authority); keyWatch reloads the keyring file
+	// (keyring.go), and keyringSealed wakes it to record the keys in force
+	// at the head of each new segment.
+	keyringAuthorities []ed25519.PublicKey
+	keyWatch           *signedcmd.KeyringWatch
+	keyringSealed      chan struct{}
 
 	webPitPassword string // the demo's generated pit password
 
@@ -183,11 +191,15 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		return nil, err
 	}
 	if segs != nil {
-		ctl.sealed = make(chan struct{}, 1)
+		ctl.sealed, ctl.keyringSealed = make(chan struct{}, 1), make(chan struct{}, 1)
 		segs.OnSealed = func(string) {
-			select { // the retention part archives it
-			case ctl.sealed <- struct{}{}:
-			default:
+			// The retention part archives it; the keyring part records the
+			// keys in force at the head of the next.
+			for _, c := range []chan struct{}{ctl.sealed, ctl.keyringSealed} {
+				select {
+				case c <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}
@@ -548,11 +560,9 @@ func (ctl *Controller) Run(ctx context.Context) error {
 			}
 		})
 		parts.start("command taker", func() { ctl.takeCommands(ctx) })
-		if path := ctl.cfg.MQTT.Keyring; path != "" && ctl.keys != nil {
-			// tablectl enrol takes effect without a restart.
-			parts.start("keyring watch", func() {
-				signedcmd.WatchKeyring(ctx, path, ctl.keys, signedcmd.DefaultWatchEvery, clock.Real, ctl.log.With("part", "keyring"))
-			})
+		if ctl.keyWatch != nil {
+			// A keyring the officer signed takes effect without a restart.
+			parts.start("keyring watch", func() { ctl.watchKeyring(ctx) })
 		}
 	}
 	if ctl.http != nil {
@@ -663,7 +673,7 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 			return nil, fmt.Errorf("mqtt.password_file: %w", err)
 		}
 	}
-	keys, err := loadKeyring(m.Keyring)
+	keys, err := ctl.openKeyring(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -685,6 +695,9 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 		return nil, err
 	}
 	ctl.keys = keys
+	if m.Keyring != "" {
+		ctl.keyWatch = ctl.newKeyringWatch(keys)
+	}
 	// The handler exists before the broker and the connection, which
 	// count and screen commands from the first message on; its Replier,
 	// the publisher, comes after.
@@ -871,18 +884,6 @@ const commandInbox = 256
 // row and reply: only those the refusal limit grants a token come this far
 // (a burst of ten, then one a second).
 const refusalInbox = 32
-
-// loadKeyring reads the keyring, or makes an empty one when none is set.
-func loadKeyring(path string) (*signedcmd.Keyring, error) {
-	if path == "" {
-		return signedcmd.ParseKeyring([]byte(`{"keys":[]}`))
-	}
-	k, err := signedcmd.LoadKeyring(path)
-	if err != nil {
-		return nil, fmt.Errorf("mqtt.keyring: %w", err)
-	}
-	return k, nil
-}
 
 // takeCommands hands the commands that arrive on cmd to the handler, one
 // at a time and in order, and writes each summary of refusals beyond the

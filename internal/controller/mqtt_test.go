@@ -164,9 +164,7 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 		t.Fatal(err)
 	}
 	m.Keyring = filepath.Join(dir, "supervisors.json")
-	if err := os.WriteFile(m.Keyring, []byte(`{"keys":[`+string(entry)+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, m.KeyringAuthority = writeSignedKeyring(t, m.Keyring, entry)
 	cpKey, _, err := audit.GenerateKey(keys)
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,8 @@ package controller
 
 import (
 	"context"
-	"crypto/ed25519"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,51 +194,3 @@ func rowKinds(rows []audit.Record) string {
 	return b.String()
 }
 
-// testSupervisors are supervisors' keys and the keyring that holds them.
-type testSupervisors struct {
-	keyring string
-	keys    map[string]ed25519.PrivateKey
-}
-
-// newTestSupervisors makes a key for each name and a keyring of them (every
-// action) in dir.
-func newTestSupervisors(t *testing.T, dir string, names ...string) *testSupervisors {
-	t.Helper()
-	s := &testSupervisors{keyring: filepath.Join(dir, "supervisors.json"), keys: map[string]ed25519.PrivateKey{}}
-	var entries []json.RawMessage
-	for _, n := range names {
-		pub, priv, err := ed25519.GenerateKey(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.keys[n] = priv
-		e, err := signedcmd.Entry(n, pub, []string{signedcmd.ActionsAll})
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, e)
-	}
-	doc, _ := json.Marshal(map[string]any{"keys": entries})
-	if err := os.WriteFile(s.keyring, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// mqttConfig is the keyring's part of an mqtt section, without braces.
-func (s *testSupervisors) mqttConfig() string {
-	return fmt.Sprintf(`"keyring":%q`, s.keyring)
-}
-
-// sign signs c as name and returns it as sent.
-func (s *testSupervisors) sign(t *testing.T, c signedcmd.Command, name string) []byte {
-	t.Helper()
-	if err := c.Sign(s.keys[name]); err != nil {
-		t.Fatal(err)
-	}
-	b, err := c.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
