@@ -193,4 +193,3 @@ func rowKinds(rows []audit.Record) string {
 	}
 	return b.String()
 }
-
