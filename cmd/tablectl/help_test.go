@@ -23,6 +23,9 @@ func TestHelp(t *testing.T) {
 	for _, c := range manifestCommands {
 		names = append(names, "manifest "+c.name)
 	}
+	for _, c := range keyringCommands {
+		names = append(names, "keyring "+c.name)
+	}
 	names = append(names, "config check")
 	sort.Strings(names)
 	// "(default -1ns)", or a default said twice.
@@ -52,7 +55,7 @@ func TestHelp(t *testing.T) {
 			if !strings.HasPrefix(u, "usage: tablectl "+name+" ") {
 				t.Errorf("usage does not start with the command's name:\n%s", u)
 			}
-			if name != "audit" && name != "config" && name != "manifest" && !strings.Contains(u, "\nflags:\n") {
+			if name != "audit" && name != "config" && name != "manifest" && name != "keyring" && !strings.Contains(u, "\nflags:\n") {
 				t.Errorf("usage lists no flags:\n%s", u)
 			}
 			if m := bad.FindString(u); m != "" {
