@@ -309,6 +309,9 @@ const (
 // on every table. It never overwrites a file.
 func GenerateAuthority(dir string) (privPath, pubPath string, err error) {
 	privPath, pubPath = filepath.Join(dir, AuthorityKeyFile), filepath.Join(dir, AuthorityPublicFile)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", err
+	}
 	if _, err := audit.WriteKeyPair(privPath, pubPath); err != nil {
 		return "", "", err
 	}

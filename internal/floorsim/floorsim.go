@@ -402,9 +402,6 @@ func (f *Floor) Close() {
 func officerSigned(dir string, doc []byte) ([]byte, string, error) {
 	priv, pub := filepath.Join(dir, command.AuthorityKeyFile), filepath.Join(dir, command.AuthorityPublicFile)
 	if _, err := os.Stat(priv); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, "", err
-		}
 		if priv, pub, err = command.GenerateAuthority(dir); err != nil {
 			return nil, "", err
 		}
