@@ -282,12 +282,20 @@ func TestKeyringOnlySigned(t *testing.T) {
 	}
 	stop()
 	verifyTrail(t, filepath.Join(dir, "trail"), cpPub)
-	// Surveillance re-verifies every command against the keyring.
+	// Surveillance replays the trail, keyring rows and all, and
+	// re-verifies every command against the keyring.
 	rd, err := audit.OpenReader(context.Background(), filepath.Join(dir, "trail"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rd.Close()
+	rp, err := audit.Replay(rd.Events(context.Background(), audit.Query{}), tc, audit.ReplayVisitor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rp.Differences(); len(d) > 0 {
+		t.Fatalf("replay: %d differences, first %+v", len(d), d[0])
+	}
 	now, err := signedcmd.LoadKeyring(sup.keyring)
 	if err != nil {
 		t.Fatal(err)
