@@ -55,37 +55,9 @@ keyring enrolled into on a table box is refused by its controller.`)
 		fmt.Fprintln(fs.Output(), "--keyring, and either --request or --name with one of --public-key or --public-key-file, are required")
 		return errUsage
 	}
-	e := signedcmd.Enrolment{Name: *name, Label: *label, Comment: *comment, NotBefore: time.Now().UTC().Truncate(time.Second)}
-	if *request != "" {
-		b, err := smallfile.Read(*request, 4096)
-		if err != nil {
-			return err
-		}
-		req, pub, err := signedcmd.ParseRequest(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", *request, err)
-		}
-		e.Name, e.PublicKey = req.Name, pub
-		if e.Comment == "" {
-			e.Comment = "enrolment request of " + req.RequestedAt
-			if req.Table != "" {
-				e.Comment += " from table " + req.Table
-			}
-		}
-	} else {
-		text := *pubText
-		if *pubFile != "" {
-			b, err := smallfile.Read(*pubFile, 4096)
-			if err != nil {
-				return err
-			}
-			text = string(b)
-		}
-		pub, err := signedcmd.ParsePublicKey(text)
-		if err != nil {
-			return err
-		}
-		e.PublicKey = pub
+	e := signedcmd.Enrolment{Name: *name, Label: *label, Comment: *comment}
+	if err := enrolKey(&e, *request, *pubText, *pubFile); err != nil {
+		return err
 	}
 	for _, a := range strings.Split(*actions, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -93,18 +65,8 @@ keyring enrolled into on a table box is refused by its controller.`)
 		}
 	}
 	var err error
-	if *notBefore != "" {
-		if e.NotBefore, err = time.Parse(time.RFC3339, *notBefore); err != nil {
-			return fmt.Errorf("--not-before: %w", err)
-		}
-	}
-	switch {
-	case *notAfter != "":
-		if e.NotAfter, err = time.Parse(time.RFC3339, *notAfter); err != nil {
-			return fmt.Errorf("--not-after: %w", err)
-		}
-	case *validFor > 0:
-		e.NotAfter = e.NotBefore.Add(*validFor)
+	if e.NotBefore, e.NotAfter, err = enrolWindow(*notBefore, *notAfter, *validFor, time.Now()); err != nil {
+		return err
 	}
 	if err := signedcmd.EnrolFile(*keyring, e); err != nil {
 		return err
@@ -116,4 +78,63 @@ keyring enrolled into on a table box is refused by its controller.`)
 	fmt.Fprintf(stdout, "enrolled %s (key %s) in %s, %s; the keyring is now unsigned: sign it (tablectl keyring sign --keyring %s --key officer.key) and install it on the tables\n",
 		e.Name, audit.KeyID(e.PublicKey), *keyring, window, *keyring)
 	return nil
+}
+
+// enrolKey fills e's key (and, from a request, its name and a comment)
+// from the one source given: an enrolment request file, a base64 key or a
+// PEM public key file.
+func enrolKey(e *signedcmd.Enrolment, request, pubText, pubFile string) error {
+	if request != "" {
+		b, err := smallfile.Read(request, 4096)
+		if err != nil {
+			return err
+		}
+		req, pub, err := signedcmd.ParseRequest(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", request, err)
+		}
+		e.Name, e.PublicKey = req.Name, pub
+		if e.Comment == "" {
+			e.Comment = "enrolment request of " + req.RequestedAt
+			if req.Table != "" {
+				e.Comment += " from table " + req.Table
+			}
+		}
+		return nil
+	}
+	text := pubText
+	if pubFile != "" {
+		b, err := smallfile.Read(pubFile, 4096)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	}
+	pub, err := signedcmd.ParsePublicKey(text)
+	if err != nil {
+		return err
+	}
+	e.PublicKey = pub
+	return nil
+}
+
+// enrolWindow is the key's validity window from the flags: from notBefore
+// (now, to the second, when empty) to notAfter, or validFor after the
+// start (0: no end).
+func enrolWindow(notBefore, notAfter string, validFor time.Duration, now time.Time) (from, to time.Time, err error) {
+	from = now.UTC().Truncate(time.Second)
+	if notBefore != "" {
+		if from, err = time.Parse(time.RFC3339, notBefore); err != nil {
+			return from, to, fmt.Errorf("--not-before: %w", err)
+		}
+	}
+	switch {
+	case notAfter != "":
+		if to, err = time.Parse(time.RFC3339, notAfter); err != nil {
+			return from, to, fmt.Errorf("--not-after: %w", err)
+		}
+	case validFor > 0:
+		to = from.Add(validFor)
+	}
+	return from, to, nil
 }
