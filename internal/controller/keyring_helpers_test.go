@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/coup"
 )
 
 // writeSignedKeyring writes a keyring of entries at path, signed by a
@@ -87,4 +90,41 @@ func (s *testSupervisors) sign(t *testing.T, c signedcmd.Command, name string) [
 		t.Fatal(err)
 	}
 	return b
+}
+
+// runInProcess starts a controller as cfg says and runs it; stop stops it
+// and waits for it (failing the test if a part hangs).
+func runInProcess(t *testing.T, cfg Config, tc coup.TableConfig, log *slog.Logger, hooks Hooks) (ctl *Controller, stop func(), err error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ctl, err = Start(ctx, cfg, tc, log, hooks)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctl.Run(ctx) }()
+	return ctl, func() {
+		t.Helper()
+		cancel()
+		if !awaitStop(t, "the controller", done, guard, nil) {
+			t.FailNow()
+		}
+	}, nil
+}
+
+// handIn hands a command, as sent, to the controller as the broker would,
+// and returns the rows recorded meanwhile.
+func handIn(t *testing.T, ctl *Controller, payload []byte) []audit.Record {
+	t.Helper()
+	before := ctl.rec.Store().Head().Seq
+	ctl.commands.HandleMessage(context.Background(), signedcmd.Message{Payload: payload})
+	var out []audit.Record
+	for rec, err := range ctl.rec.Store().Events(context.Background(), audit.Query{From: before + 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+	return out
 }

@@ -64,23 +64,9 @@ func TestKeyringOnlySigned(t *testing.T) {
 	}()
 	var ctl *Controller
 	var stop func()
-	start := func() error {
-		ctx, cancel := context.WithCancel(context.Background())
-		c, err := Start(ctx, cfg, tc, log, Hooks{})
-		if err != nil {
-			cancel()
-			return err
-		}
-		ctl = c
-		done := make(chan error, 1)
-		go func() { done <- c.Run(ctx) }()
-		stop = func() {
-			cancel()
-			if !awaitStop(t, "the controller", done, guard, nil) {
-				t.FailNow()
-			}
-		}
-		return nil
+	start := func() (err error) {
+		ctl, stop, err = runInProcess(t, cfg, tc, log, Hooks{})
+		return err
 	}
 	if err := start(); err != nil {
 		t.Fatal(err)
@@ -123,11 +109,9 @@ func TestKeyringOnlySigned(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := c.Marshal()
-		before := ctl.rec.Store().Head().Seq
-		ctl.commands.HandleMessage(context.Background(), signedcmd.Message{Payload: b})
 		var out []audit.Record
-		for rec, err := range ctl.rec.Store().Events(context.Background(), audit.Query{From: before + 1}) {
-			if err == nil && strings.Contains(string(rec.Body), c.ID) {
+		for _, rec := range handIn(t, ctl, b) {
+			if strings.Contains(string(rec.Body), c.ID) {
 				out = append(out, rec)
 			}
 		}

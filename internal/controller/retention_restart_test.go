@@ -55,38 +55,12 @@ func TestRestartAfterRetention(t *testing.T) {
 	var stop func()
 	start := func(what string) {
 		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
 		var err error
-		ctl, err = Start(ctx, cfg, tc, log, Hooks{Clock: clk})
-		if err != nil {
-			cancel()
+		if ctl, stop, err = runInProcess(t, cfg, tc, log, Hooks{Clock: clk}); err != nil {
 			t.Fatalf("%s: start: %v", what, err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- ctl.Run(ctx) }()
-		stop = func() {
-			t.Helper()
-			cancel()
-			if !awaitStop(t, what, done, guard, nil) {
-				t.FailNow()
-			}
-		}
 	}
-	// send hands a signed command to the controller as the broker would,
-	// and returns the rows it recorded.
-	send := func(c signedcmd.Command) []audit.Record {
-		t.Helper()
-		before := ctl.rec.Store().Head().Seq
-		ctl.commands.HandleMessage(context.Background(), signedcmd.Message{Payload: sup.sign(t, c, "alice")})
-		var rows []audit.Record
-		for rec, err := range ctl.rec.Store().Events(context.Background(), audit.Query{From: before + 1}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows = append(rows, rec)
-		}
-		return rows
-	}
+	send := func(c signedcmd.Command) []audit.Record { return handIn(t, ctl, sup.sign(t, c, "alice")) }
 	command := func(action string) signedcmd.Command {
 		return signedcmd.Command{Table: "RET-01", ID: signedcmd.NewID(), Action: action, Supervisor: "alice", IssuedAt: signedcmd.FormatTime(clk.Now()), Reason: "day's play"}
 	}
