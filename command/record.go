@@ -9,9 +9,11 @@ import (
 )
 
 // KindKeyring records a keyring the controller took: at start, at each
-// reload, and at the head of each new segment of a directory trail (so a
-// segment says which keys were trusted while it was written, and a start
-// finds the keyring in force without reading removed segments).
+// reload, and again, unchanged, at the head of each new segment of a
+// directory trail and after each snapshot of the table (so a segment says
+// which keys were trusted while it was written, and a start finds the
+// keyring in force a short way back, never in a segment retention
+// removed).
 const KindKeyring = "ctl.keyring"
 
 // KindKeyringRefused records a keyring the controller refused (unsigned,
@@ -21,9 +23,9 @@ const KindKeyringRefused = "ctl.keyring_refused"
 
 // Why a keyring row was written.
 const (
-	KeyringAtStart   = "start"
-	KeyringReloaded  = "reload"
-	KeyringAtSegment = "segment"
+	KeyringAtStart  = "start"
+	KeyringReloaded = "reload"
+	KeyringInForce  = "in_force"
 )
 
 // KeyringBody is a KindKeyring row's body: the keyring's identity and

@@ -76,11 +76,11 @@ type Controller struct {
 	keys     *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
 	// keyringAuthorities are the public keys a keyring must be signed with
 	// (mqtt.keyring_authority); keyWatch reloads the keyring file
-	// (keyring.go), and keyringSealed wakes it to record the keys in force
-	// at the head of each new segment.
+	// (keyring.go), and keyringAgain wakes it to record the keys in force
+	// again at the head of each new segment and after each snapshot.
 	keyringAuthorities []ed25519.PublicKey
 	keyWatch           *signedcmd.KeyringWatch
-	keyringSealed      chan struct{}
+	keyringAgain       chan struct{}
 
 	webPitPassword string // the demo's generated pit password
 
@@ -151,7 +151,8 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		log.Warn("audit.checkpoint_every is no longer used: every commit carries a signed checkpoint of its head", "checkpoint_every", c.Audit.CheckpointEvery)
 	}
 	m := metrics.New()
-	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey, checker: newSelfChecker(c)}
+	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey, checker: newSelfChecker(c),
+		keyringAgain: make(chan struct{}, 1)}
 	// The publisher is made once the trail is open; nothing is committed
 	// before then.
 	var pub *mqttpub.Publisher
@@ -165,6 +166,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		}
 		for _, r := range cm.Records {
 			log.Debug("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
+			if r.Kind == audit.KindSnapshot {
+				ctl.keyringInForce() // the next segment's head is its snapshot
+			}
 		}
 		logEvents(log, cm)
 		m.Commit(cm)
@@ -191,15 +195,11 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		return nil, err
 	}
 	if segs != nil {
-		ctl.sealed, ctl.keyringSealed = make(chan struct{}, 1), make(chan struct{}, 1)
+		ctl.sealed = make(chan struct{}, 1)
 		segs.OnSealed = func(string) {
-			// The retention part archives it; the keyring part records the
-			// keys in force at the head of the next.
-			for _, c := range []chan struct{}{ctl.sealed, ctl.keyringSealed} {
-				select {
-				case c <- struct{}{}:
-				default:
-				}
+			select { // the retention part archives it
+			case ctl.sealed <- struct{}{}:
+			default:
 			}
 		}
 	}

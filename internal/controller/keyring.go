@@ -54,8 +54,9 @@ func (ctl *Controller) openKeyring(ctx context.Context) (*signedcmd.Keyring, err
 }
 
 // lastRecordedKeyring is the newest keyring row of the trail on the box
-// (nil: none). Each segment holds one from its start, so it is never in a
-// segment retention removed.
+// (nil: none). One is recorded at every start, at the head of each segment
+// and after each snapshot, so it is never in a segment retention removed
+// and the search back for it reads few rows.
 func (ctl *Controller) lastRecordedKeyring(ctx context.Context) (*signedcmd.KeyringBody, error) {
 	rec, ok, err := ctl.rec.Store().LastOfKind(ctx, signedcmd.KindKeyring, 0)
 	if err != nil || !ok {
@@ -132,9 +133,20 @@ func (ctl *Controller) newKeyringWatch(keys *signedcmd.Keyring) *signedcmd.Keyri
 	return w
 }
 
+// keyringInForce asks the keyring part to record the keys in force again
+// (a segment opened, a snapshot was written), so that the newest keyring
+// row is never far back. It never blocks: it is called where the recorder
+// commits.
+func (ctl *Controller) keyringInForce() {
+	select {
+	case ctl.keyringAgain <- struct{}{}:
+	default:
+	}
+}
+
 // watchKeyring looks at the keyring file every 2 s (tablectl keyring sign's
 // output, installed, takes effect without a restart) and records the keys
-// in force at the head of each new segment.
+// in force again when asked (keyringInForce).
 func (ctl *Controller) watchKeyring(ctx context.Context) {
 	tick := clock.Real.NewTicker(signedcmd.DefaultWatchEvery) // the file's times are the wall clock's
 	defer tick.Stop()
@@ -144,10 +156,10 @@ func (ctl *Controller) watchKeyring(ctx context.Context) {
 			return
 		case <-tick.C():
 			ctl.keyWatch.Check()
-		case <-ctl.keyringSealed:
+		case <-ctl.keyringAgain:
 			keys := signedcmd.RecordedKeys(ctl.keys)
-			if err := ctl.recordKeyring(ctx, signedcmd.KeyringAtSegment, keys, ctl.keys); err != nil {
-				ctl.log.Warn("keyring not recorded in the new segment", "err", err)
+			if err := ctl.recordKeyring(ctx, signedcmd.KeyringInForce, keys, ctl.keys); err != nil {
+				ctl.log.Warn("the keyring in force not recorded again", "err", err)
 			}
 		}
 	}

@@ -34,8 +34,8 @@ import (
 //     saying why;
 //   - alice's second key, labelled by the officer beside a labelled first,
 //     signs a command recorded with its label;
-//   - at a segment's cut-over the keys in force are recorded at the head
-//     of the new segment.
+//   - at a segment's cut-over the keys in force are recorded again at the
+//     head of the new segment.
 func TestKeyringOnlySigned(t *testing.T) {
 	dir, keys := t.TempDir(), t.TempDir()
 	cpKey, cpPub, err := audit.GenerateKey(keys)
@@ -254,9 +254,13 @@ func TestKeyringOnlySigned(t *testing.T) {
 	}
 	waitFor(t, "the keyring at the new segment's head", func() bool {
 		kr := keyringRows()
-		return kr[len(kr)-1].Reason == signedcmd.KeyringAtSegment
+		return kr[len(kr)-1].Reason == signedcmd.KeyringInForce
 	})
+	time.Sleep(100 * time.Millisecond) // a second row would be written by now
 	kr = keyringRows()
+	if kr[len(kr)-2].Reason == signedcmd.KeyringInForce {
+		t.Errorf("two rows of the keys in force at one cut-over: %+v", kr[len(kr)-2:])
+	}
 	segs := ctl.rec.Store().SealedSegments()
 	if r := kr[len(kr)-1]; r.Serial != 3 || len(r.Added)+len(r.Removed)+len(r.Changed) != 0 || len(r.Keys) != 3 {
 		t.Fatalf("the segment's row: %+v", r)
