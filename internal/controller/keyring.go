@@ -40,7 +40,7 @@ func (ctl *Controller) openKeyring(ctx context.Context) (*signedcmd.Keyring, err
 		err = signedcmd.CheckSuccession(before.Serial, before.SHA256, kr.Meta())
 	}
 	if err != nil {
-		ctl.recordKeyringRefused(ctx, signedcmd.KeyringAtStart, err)
+		ctl.recordKeyringRefused(ctx, signedcmd.KeyringAtStart, err, fileSHA256(m.Keyring))
 		return nil, fmt.Errorf("mqtt.keyring: %w", err)
 	}
 	var keys []signedcmd.KeyringKey
@@ -88,11 +88,14 @@ func (ctl *Controller) recordKeyring(ctx context.Context, reason string, before 
 	return nil
 }
 
-// recordKeyringRefused records a keyring refused, and why.
-func (ctl *Controller) recordKeyringRefused(ctx context.Context, reason string, why error) {
+// recordKeyringRefused records a keyring refused, and why; fileSHA is the
+// SHA-256 of the file's bytes ("" when unreadable).
+func (ctl *Controller) recordKeyringRefused(ctx context.Context, reason string, why error, fileSHA string) {
 	path := ctl.cfg.MQTT.Keyring
-	ctl.log.Error("keyring refused: only a keyring the security officer signed is taken", "part", "keyring", "reason", reason, "path", path, "err", why)
-	body := signedcmd.KeyringRefusedBody{Reason: reason, Path: path, SHA256: fileSHA256(path), Error: why.Error()}
+	if reason == signedcmd.KeyringAtStart { // a reload's refusal is logged by the watch
+		ctl.log.Error("keyring refused: only a keyring the security officer signed is taken", "part", "keyring", "path", path, "sha256", fileSHA, "err", why)
+	}
+	body := signedcmd.KeyringRefusedBody{Reason: reason, Path: path, SHA256: fileSHA, Error: why.Error()}
 	if _, err := ctl.rec.Record(ctx, audit.Event{Kind: signedcmd.KindKeyringRefused, Body: body}); err != nil {
 		ctl.log.Warn("keyring refusal not recorded", "err", err)
 	}
@@ -125,8 +128,8 @@ func (ctl *Controller) newKeyringWatch(keys *signedcmd.Keyring) *signedcmd.Keyri
 			}
 			return ctl.recordKeyring(context.Background(), signedcmd.KeyringReloaded, signedcmd.RecordedKeys(keys), next)
 		},
-		Refused: func(err error, _ string) {
-			ctl.recordKeyringRefused(context.Background(), signedcmd.KeyringReloaded, err)
+		Refused: func(err error, fileSHA string) {
+			ctl.recordKeyringRefused(context.Background(), signedcmd.KeyringReloaded, err, fileSHA)
 		},
 	}
 	w.Check() // notes the file as loaded
