@@ -90,7 +90,11 @@ func AddKey(doc []byte, e Enrolment) ([]byte, error) {
 		return nil, fmt.Errorf("keyring: %w", err)
 	}
 	out = append(out, '\n')
-	if _, err := ParseKeyring(out); err != nil {
+	kr, err := ParseKeyring(out)
+	if err == nil {
+		err = errors.Join(checkLabels(kr.Keys(), true)...)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("enrol %s: %w", clip(e.Name), err)
 	}
 	return out, nil

@@ -179,7 +179,7 @@ func ParseKeyring(data []byte) (*Keyring, error) {
 		}
 		kr.keys = append(kr.keys, k)
 	}
-	errs = append(errs, checkLabels(kr.keys)...)
+	errs = append(errs, checkLabels(kr.keys, false)...)
 	kr.names = namesOf(kr.keys)
 	meta, err := parseMeta(kj)
 	errs = append(errs, err)
@@ -190,10 +190,14 @@ func ParseKeyring(data []byte) (*Keyring, error) {
 	return kr, nil
 }
 
-// checkLabels holds a name to one key unless the keyring labels each of
-// its keys, each label its own: the officer's signed say-so that one
-// supervisor signs with several keys, and how the trail tells them apart.
-func checkLabels(keys []Key) []error {
+// checkLabels refuses two keys of a name with one label; strict, it also
+// holds a name to one key unless the keyring labels each of its keys: the
+// officer's signed say-so that one supervisor signs with several keys, and
+// how the trail tells them apart. A signed keyring (SignKeyring,
+// VerifySignature) and an enrolment (AddKey) are held to it; ParseKeyring
+// alone is not, so surveillance still reads the unsigned keyrings of
+// before, where a name had two keys while one replaced the other.
+func checkLabels(keys []Key, strict bool) []error {
 	byName := map[string][]Key{}
 	var order []string
 	for _, k := range keys {
@@ -211,9 +215,10 @@ func checkLabels(keys []Key) []error {
 		seen := map[string]bool{}
 		for _, k := range ks {
 			switch {
+			case k.Label == "" && !strict:
 			case k.Label == "":
 				errs = append(errs, fmt.Errorf("keyring: %s has %d keys, and key %s has no \"key\" label: a name holds more than one key only when the keyring labels each", name, len(ks), audit.KeyID(k.PublicKey)))
-			case seen[k.Label]:
+			case seen[k.Label] && k.Label != "":
 				errs = append(errs, fmt.Errorf("keyring: %s has two keys labelled %q", name, k.Label))
 			}
 			seen[k.Label] = true

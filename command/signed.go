@@ -90,6 +90,9 @@ func (kr *Keyring) VerifySignature(authorities []ed25519.PublicKey) (string, err
 	if m.Signature == nil {
 		return "", fmt.Errorf("%w: sign it with tablectl keyring sign, on the officer's machine", ErrKeyringUnsigned)
 	}
+	if err := errors.Join(checkLabels(kr.Keys(), true)...); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrKeyringSignature, err)
+	}
 	if m.Serial < 1 {
 		return "", fmt.Errorf("%w: it has no serial", ErrKeyringSignature)
 	}
@@ -185,6 +188,9 @@ func SignKeyring(doc []byte, key ed25519.PrivateKey, serial int64, now time.Time
 	}
 	old, err := ParseKeyring(doc)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := errors.Join(checkLabels(old.Keys(), true)...); err != nil {
 		return nil, nil, err
 	}
 	var kj keyringJSON

@@ -192,13 +192,39 @@ func TestKeyLabels(t *testing.T) {
 		doc  string
 		want string
 	}{
-		{`{"keys":[` + entryJSON(t, "alice", "") + `,` + entryJSON(t, "alice", "pc2") + `]}`, "has no \"key\" label"},
 		{`{"keys":[` + entryJSON(t, "alice", "pc2") + `,` + strings.Replace(entryJSON(t, "alicex", "pc2"), `"alicex"`, `"alice"`, 1) + `]}`, "two keys labelled"},
 		{`{"keys":[` + entryJSON(t, "alice", "pc 2") + `]}`, "key label"},
 	} {
 		if _, err := ParseKeyring([]byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.doc, err, tc.want)
 		}
+	}
+	// Two keys of a name, one unlabelled: an unsigned keyring of before
+	// (a key being replaced) still reads, for surveillance; the officer
+	// cannot sign it, nor enrol into it, and the controller would not
+	// take it signed.
+	legacy := []byte(`{"keys":[` + entryJSON(t, "alice", "") + `,` + entryJSON(t, "alice", "pc2") + `]}`)
+	if _, err := ParseKeyring(legacy); err != nil {
+		t.Fatalf("a keyring of before: %v", err)
+	}
+	if _, _, err := SignKeyring(legacy, keyFor("officer"), 0, signTime); err == nil || !strings.Contains(err.Error(), "has no \"key\" label") {
+		t.Errorf("signing two keys of a name without labels: %v", err)
+	}
+	if _, err := AddKey(legacy, Enrolment{Name: "bob", PublicKey: keyFor("bob").Public().(ed25519.PublicKey)}); err == nil {
+		t.Error("an enrolment into two keys of a name without labels")
+	}
+	kj := keyringJSON{}
+	json.Unmarshal(legacy, &kj)
+	kj.Serial, kj.Authority, kj.SignedAt = 1, audit.KeyID(officerPub("officer")[0]), signTime.Format(time.RFC3339)
+	m, _ := parseMeta(kj)
+	kj.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(keyFor("officer"), m.SigningBytes))
+	handSigned, _ := json.Marshal(kj)
+	hs, err := ParseKeyring(handSigned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs.VerifySignature(officerPub("officer")); err == nil || !strings.Contains(err.Error(), "has no \"key\" label") {
+		t.Errorf("a hand-signed keyring, two keys of a name without labels: %v", err)
 	}
 	kr, err := ParseKeyring([]byte(`{"keys":[` + entryJSON(t, "alice", "laptop") + `,` + entryJSON(t, "alice", "pit-pc-2") + `]}`))
 	if err != nil {
