@@ -167,7 +167,7 @@
     if (!signer) throw new Error('no key in this browser');
     const req = { format: 'tablectl-enrolment-v1', name: signer.name, public_key: signer.pub, requested_at: signer.created.replace(/\.\d+Z$/, 'Z') };
     if (td.settings && td.settings.table) req.table = td.settings.table;
-    const sig = await crypto.subtle.sign('Ed25519', signer.key, new TextEncoder().encode('tablectl-enrolment-v1\n' + canonical(req)));
+    const sig = await crypto.subtle.sign({ name: 'Ed25519' }, signer.key, new TextEncoder().encode('tablectl-enrolment-v1\n' + canonical(req)));
     req.sig = b64(sig);
     return JSON.stringify(req, null, 2);
   }
