@@ -160,6 +160,7 @@
       der.fill(0);
     }
   }
+
   // enrolmentRequest is what the security officer enrols (tablectl enrol
   // --request): the name and the public key, signed with the key itself
   // after the "tablectl-enrolment-v1\n" domain (command.Request).
@@ -171,6 +172,7 @@
     req.sig = b64(sig);
     return JSON.stringify(req, null, 2);
   }
+
   async function forget() {
     await dbDo('readwrite', (s) => s.delete(SLOT));
     signer = null;
