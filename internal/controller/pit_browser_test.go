@@ -231,7 +231,7 @@ func TestPitConsoleBrowser(t *testing.T) {
 		t.Errorf("a key not in the keyring: %q", txt)
 	}
 	// The enrolment request on the page: ann's key, signed with it.
-	pit.WaitFor("the enrolment request", `document.getElementById('pc-enrol-request').textContent.includes('"sig"')`, `document.getElementById('pc-enrol').innerText`)
+	pit.WaitFor("the enrolment request", `document.getElementById('pc-enrol-request').textContent.includes('"sig"')`, `(document.querySelector('.pc-enrol') || {}).innerText`)
 	pit.SaveScreenshot(shots, "pit-console", false)
 	reqText := pit.Text("#pc-enrol-request")
 	req, pubKey, err := signedcmd.ParseRequest([]byte(reqText))
