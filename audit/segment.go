@@ -177,7 +177,7 @@ func (g *segments) newestFirst() []*Reader {
 	return out
 }
 
-// lastCheckpoint and lastSnapshot take no retire lock: a reader of rows
+// lastCheckpoint and lastOfKind take no retire lock: a reader of rows
 // may call them between two rows, and a read lock taken twice deadlocks
 // against a waiting writer. The live file nearly always answers; a sealed
 // segment removed meanwhile is a read error, not a crash.
@@ -190,9 +190,9 @@ func (g *segments) lastCheckpoint(ctx context.Context) (Checkpoint, bool, error)
 	return Checkpoint{}, false, nil
 }
 
-func (g *segments) lastSnapshot(ctx context.Context, to int64) (Record, bool, error) {
+func (g *segments) lastOfKind(ctx context.Context, kind string, to int64) (Record, bool, error) {
 	for _, r := range g.newestFirst() {
-		if rec, ok, err := r.LastSnapshot(ctx, to); err != nil || ok {
+		if rec, ok, err := r.LastOfKind(ctx, kind, to); err != nil || ok {
 			return rec, ok, err
 		}
 	}

@@ -90,9 +90,16 @@ func NewReplayerFrom(snap Record, v ReplayVisitor) (*Replayer, error) {
 // head); ok is false when there is none. It reads back from to, so it costs
 // the rows since that snapshot, not the trail's length.
 func (r *Reader) LastSnapshot(ctx context.Context, to int64) (rec Record, ok bool, err error) {
+	return r.LastOfKind(ctx, KindSnapshot, to)
+}
+
+// LastOfKind returns the newest row of kind at or before seq to (0: the
+// head), if the trail holds one. It reads back from to, so it is quick for
+// a kind written often (a snapshot, the keyring at each segment's start).
+func (r *Reader) LastOfKind(ctx context.Context, kind string, to int64) (rec Record, ok bool, err error) {
 	if r.parts != nil {
 		for i := len(r.parts) - 1; i >= 0; i-- {
-			if rec, ok, err := r.parts[i].LastSnapshot(ctx, to); err != nil || ok {
+			if rec, ok, err := r.parts[i].LastOfKind(ctx, kind, to); err != nil || ok {
 				return rec, ok, err
 			}
 		}
@@ -101,9 +108,9 @@ func (r *Reader) LastSnapshot(ctx context.Context, to int64) (rec Record, ok boo
 	if to <= 0 {
 		to = 1<<63 - 1
 	}
-	rows, err := r.db.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE kind = ? AND seq <= ? ORDER BY seq DESC LIMIT 1`, KindSnapshot, to)
+	rows, err := r.db.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE kind = ? AND seq <= ? ORDER BY seq DESC LIMIT 1`, kind, to)
 	if err != nil {
-		return Record{}, false, fmt.Errorf("read audit trail %s: last snapshot: %w", r.path, err)
+		return Record{}, false, fmt.Errorf("read audit trail %s: last %s: %w", r.path, kind, err)
 	}
 	defer rows.Close()
 	if !rows.Next() {
@@ -111,17 +118,22 @@ func (r *Reader) LastSnapshot(ctx context.Context, to int64) (rec Record, ok boo
 	}
 	rec, err = scanRecord(rows)
 	if err != nil {
-		return Record{}, false, fmt.Errorf("read audit trail %s: last snapshot: %w", r.path, err)
+		return Record{}, false, fmt.Errorf("read audit trail %s: last %s: %w", r.path, kind, err)
 	}
 	return rec, true, nil
 }
 
 // LastSnapshot is Reader.LastSnapshot on the store's trail.
 func (s *Store) LastSnapshot(ctx context.Context, to int64) (Record, bool, error) {
+	return s.LastOfKind(ctx, KindSnapshot, to)
+}
+
+// LastOfKind is Reader.LastOfKind on the rows still on the box.
+func (s *Store) LastOfKind(ctx context.Context, kind string, to int64) (Record, bool, error) {
 	if s.seg != nil {
-		return s.seg.lastSnapshot(ctx, to)
+		return s.seg.lastOfKind(ctx, kind, to)
 	}
-	return s.r.LastSnapshot(ctx, to)
+	return s.r.LastOfKind(ctx, kind, to)
 }
 
 // VerifyFrom checks what a start from row from needs, in time that does not

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -19,7 +18,10 @@ import (
 // (made in a pit console's browser, or by tablectl keygen), what it may
 // sign and when.
 type Enrolment struct {
-	Name      string
+	Name string
+	// Label names the key among its supervisor's keys: needed when the
+	// name already has a key (and then by that key too).
+	Label     string
 	PublicKey ed25519.PublicKey
 	Actions   []string // nil: every action
 	// NotBefore and NotAfter bound when the key may sign (zero: no bound).
@@ -50,9 +52,12 @@ func ParsePublicKey(text string) (ed25519.PublicKey, error) {
 
 // AddKey returns the keyring document doc (a keyring file's contents;
 // empty for a new keyring) with e added. The result is checked as the
-// controller checks it at start: a key already listed, an unknown action
-// or a window that ends before it starts is an error, and doc is left as
-// it was.
+// controller checks it at start: a key already listed, an unknown action,
+// a window that ends before it starts, or a second key of a name without
+// labels is an error, and doc is left as it was. The result is a draft:
+// the officer's signature, which no longer covers it, is dropped (the
+// serial stays, for SignKeyring to follow), so no controller takes it
+// until it is signed again.
 func AddKey(doc []byte, e Enrolment) ([]byte, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		doc = []byte(`{"keys": []}`)
@@ -71,7 +76,7 @@ func AddKey(doc []byte, e Enrolment) ([]byte, error) {
 	if len(actions) == 0 {
 		actions = []string{ActionsAll}
 	}
-	k := keyJSON{Name: e.Name, PublicKey: base64.StdEncoding.EncodeToString(e.PublicKey), Actions: actions, Comment: e.Comment}
+	k := keyJSON{Name: e.Name, Key: e.Label, PublicKey: base64.StdEncoding.EncodeToString(e.PublicKey), Actions: actions, Comment: e.Comment}
 	if !e.NotBefore.IsZero() {
 		k.NotBefore = e.NotBefore.UTC().Format(time.RFC3339)
 	}
@@ -79,12 +84,17 @@ func AddKey(doc []byte, e Enrolment) ([]byte, error) {
 		k.NotAfter = e.NotAfter.UTC().Format(time.RFC3339)
 	}
 	kj.Keys = append(kj.Keys, k)
+	kj.SignedAt, kj.Authority, kj.Signature = "", "", ""
 	out, err := json.MarshalIndent(kj, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("keyring: %w", err)
 	}
 	out = append(out, '\n')
-	if _, err := ParseKeyring(out); err != nil {
+	kr, err := ParseKeyring(out)
+	if err == nil {
+		err = errors.Join(checkLabels(kr.Keys(), true)...)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("enrol %s: %w", clip(e.Name), err)
 	}
 	return out, nil
@@ -93,19 +103,16 @@ func AddKey(doc []byte, e Enrolment) ([]byte, error) {
 // EnrolFile adds e to the keyring file at path (made when missing),
 // replacing the file whole: a new file written and synced beside it, then
 // renamed over it, so a controller starting meanwhile reads the old
-// keyring or the new one, never half of one.
+// keyring or the new one, never half of one. The keyring it writes is a
+// draft for the officer to sign (AddKey): enrolling on the table box
+// itself makes a keyring the controller refuses.
 func EnrolFile(path string, e Enrolment) error {
 	doc, err := os.ReadFile(path)
-	mode := os.FileMode(0o644)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		doc = nil
 	case err != nil:
 		return fmt.Errorf("keyring: %w", err)
-	default:
-		if fi, err := os.Stat(path); err == nil {
-			mode = fi.Mode().Perm()
-		}
 	}
 	if len(doc) > maxKeyring {
 		return fmt.Errorf("keyring %s: more than %d bytes", path, maxKeyring)
@@ -114,29 +121,8 @@ func EnrolFile(path string, e Enrolment) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("keyring: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
+	if err := writeFileAtomic(path, out, modeOf(path, 0o644)); err != nil {
 		return fmt.Errorf("keyring %s: %w", path, err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

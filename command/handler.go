@@ -206,7 +206,7 @@ func (h *Handler) HandleMessage(ctx context.Context, m Message) {
 		return
 	}
 	c := v.Command
-	log.Info("command verified", "id", c.ID, "action", c.Action, "supervisor", c.Supervisor)
+	log.Info("command verified", "id", c.ID, "action", c.Action, "supervisor", c.Supervisor, "key_id", v.KeyID, "key", v.KeyLabel)
 	out := Outcome{Result: Accepted}
 	if c.Action == ActionResync {
 		_, err = h.Recorder.Record(ctx, audit.Event{Kind: KindAccepted, Body: AcceptedBody{ID: c.ID, Action: c.Action, By: c.Supervisor, From: c.From, Reason: c.Reason}})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"iter"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -196,6 +197,53 @@ func TestRestoreAfterRestart(t *testing.T) {
 		var r *Refusal
 		if !errors.As(err, &r) || r.Code != CodeReplayed {
 			t.Fatalf("%s after restart: %v", c.Action, err)
+		}
+	}
+}
+
+// trimmedTrail is a trail whose rows before from are gone, as retention
+// leaves a directory trail whose oldest segments were deleted.
+type trimmedTrail struct {
+	Trail
+	from int64
+}
+
+func (tr trimmedTrail) Events(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
+	q.From = max(q.From, tr.from)
+	if q.To > 0 && q.To < tr.from {
+		return func(func(audit.Record, error) bool) {}
+	}
+	return tr.Trail.Events(ctx, q)
+}
+
+// TestRestoreTrimmedTrail: the ids are read back from a trail whose oldest
+// rows were deleted, wherever the first row kept falls (past half the head
+// too, where a search from row 1 asks for a row that is gone).
+func TestRestoreTrimmedTrail(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	rec := openRecorder(t, filepath.Join(t.TempDir(), "trail.db"), clock)
+	defer rec.Close()
+	h := &Handler{Verifier: newTestVerifier(t, clock), Recorder: rec, Clock: clock, Logger: quiet()}
+	for i := 0; i < 100; i++ {
+		clock.Advance(10 * time.Second)
+		if _, err := rec.Submit(ctx, coup.Input{Kind: coup.InStatus, Status: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recent := signed(t, clock, "alice", "suspend", nil)
+	h.Handle(ctx, wire(t, recent), 0)
+	head := rec.Store().Head().Seq
+	for _, from := range []int64{1, 2, head / 3, head/2 + 1, head - 20, head} {
+		v := newTestVerifier(t, clock)
+		n, err := v.Restore(ctx, trimmedTrail{Trail: rec.Store(), from: from})
+		if err != nil {
+			t.Fatalf("rows from %d of %d: %v", from, head, err)
+		}
+		_, verr := v.Verify(wire(t, recent))
+		var r *Refusal
+		if recentKept := from <= head-1; recentKept && (n != 1 || !errors.As(verr, &r) || r.Code != CodeReplayed) {
+			t.Fatalf("rows from %d of %d: restored %d ids, the recent command: %v", from, head, n, verr)
 		}
 	}
 }

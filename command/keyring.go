@@ -27,7 +27,10 @@ const ActionsAll = "*"
 // Key is one keyring entry: a supervisor's (or the game server's) public
 // key and the actions it may sign.
 type Key struct {
-	Name      string
+	Name string
+	// Label names the key among its supervisor's keys ("pit-pc-2"): a name
+	// holds more than one key only when each of its entries has one.
+	Label     string
 	PublicKey ed25519.PublicKey
 	Actions   []string
 	// NotBefore and NotAfter bound when the key may sign (zero: no
@@ -57,22 +60,51 @@ func (k Key) Permits(action string) bool {
 }
 
 // Keyring holds the public keys commands are checked against. A name may
-// have more than one key (while a key is being replaced). A running
+// have more than one key (while a key is being replaced, or one per pit
+// PC) only when the keyring labels each. The keyring the controller loads
+// is signed by the security officer's key (signed.go); a running
 // controller's keyring is replaced whole when its file changes
-// (WatchKeyring); it is safe for concurrent use.
+// (WatchKeyring). It is safe for concurrent use.
 type Keyring struct {
 	mu    sync.RWMutex
 	keys  []Key
 	names map[string]bool
+	meta  KeyringMeta
+}
+
+// KeyringMeta is what a keyring document says of itself besides its keys:
+// the officer's signature, which covers the keys and these fields.
+type KeyringMeta struct {
+	// Serial grows with each keyring the officer signs: a controller
+	// refuses one older than the newest its trail recorded.
+	Serial int64
+	// SignedAt is when it was signed; Authority the id (audit.KeyID) of the
+	// key the document says signed it, which only VerifySignature proves.
+	SignedAt  time.Time
+	Authority string
+	// Signature is the officer's Ed25519 signature of SigningBytes (nil:
+	// unsigned, a draft).
+	Signature []byte
+	// SigningBytes are what the signature covers: KeyringDomain and the
+	// canonical JSON of the document without its signature; Hash is their
+	// SHA-256 in hex, the keyring's identity in the trail.
+	SigningBytes []byte
+	Hash         string
 }
 
 // keyringJSON is the keyring file (deploy/supervisors.json).
 type keyringJSON struct {
-	Keys []keyJSON `json:"keys"`
+	Keys      []keyJSON `json:"keys"`
+	Serial    int64     `json:"serial,omitempty"`
+	SignedAt  string    `json:"signed_at,omitempty"`
+	Authority string    `json:"authority,omitempty"`
+	Signature string    `json:"signature,omitempty"`
 }
 
 type keyJSON struct {
 	Name string `json:"name"`
+	// Key labels the key among its supervisor's keys.
+	Key string `json:"key,omitempty"`
 	// PublicKey is the raw 32-byte Ed25519 public key in standard base64.
 	PublicKey string   `json:"public_key"`
 	Actions   []string `json:"actions"`
@@ -124,7 +156,10 @@ func ParseKeyring(data []byte) (*Keyring, error) {
 				errs = append(errs, fmt.Errorf("keyring: key %d (%s): unknown action %q", i, e.Name, clip(a)))
 			}
 		}
-		k := Key{Name: e.Name, PublicKey: ed25519.PublicKey(pub), Actions: slices.Clone(e.Actions)}
+		if e.Key != "" && !coup.ValidStaffName(e.Key) {
+			errs = append(errs, fmt.Errorf("keyring: key %d (%s): key label %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", i, e.Name, clip(e.Key)))
+		}
+		k := Key{Name: e.Name, Label: e.Key, PublicKey: ed25519.PublicKey(pub), Actions: slices.Clone(e.Actions)}
 		for _, b := range []struct {
 			field, text string
 			to          *time.Time
@@ -144,11 +179,52 @@ func ParseKeyring(data []byte) (*Keyring, error) {
 		}
 		kr.keys = append(kr.keys, k)
 	}
+	errs = append(errs, checkLabels(kr.keys, false)...)
 	kr.names = namesOf(kr.keys)
+	meta, err := parseMeta(kj)
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	kr.meta = meta
 	return kr, nil
+}
+
+// checkLabels refuses two keys of a name with one label; strict, it also
+// holds a name to one key unless the keyring labels each of its keys: the
+// officer's signed say-so that one supervisor signs with several keys, and
+// how the trail tells them apart. A signed keyring (SignKeyring,
+// VerifySignature) and an enrolment (AddKey) are held to it; ParseKeyring
+// alone is not, so surveillance still reads the unsigned keyrings of
+// before, where a name had two keys while one replaced the other.
+func checkLabels(keys []Key, strict bool) []error {
+	byName := map[string][]Key{}
+	var order []string
+	for _, k := range keys {
+		if byName[k.Name] == nil {
+			order = append(order, k.Name)
+		}
+		byName[k.Name] = append(byName[k.Name], k)
+	}
+	var errs []error
+	for _, name := range order {
+		ks := byName[name]
+		if len(ks) < 2 {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, k := range ks {
+			switch {
+			case k.Label == "" && !strict:
+			case k.Label == "":
+				errs = append(errs, fmt.Errorf("keyring: %s has %d keys, and key %s has no \"key\" label: a name holds more than one key only when the keyring labels each", name, len(ks), audit.KeyID(k.PublicKey)))
+			case seen[k.Label] && k.Label != "":
+				errs = append(errs, fmt.Errorf("keyring: %s has two keys labelled %q", name, k.Label))
+			}
+			seen[k.Label] = true
+		}
+	}
+	return errs
 }
 
 // LoadKeyring reads the keyring file at path.
@@ -223,15 +299,29 @@ func (kr *Keyring) hasName(name []byte) bool {
 	return kr.names[string(name)]
 }
 
+// Keys returns a copy of every key, in the keyring's order.
+func (kr *Keyring) Keys() []Key {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	return slices.Clone(kr.keys)
+}
+
+// Meta is what the keyring document says of itself (serial, signature).
+func (kr *Keyring) Meta() KeyringMeta {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	return kr.meta
+}
+
 // Replace makes kr hold the keys of from, at once: a command checked
 // meanwhile sees the old keys or the new ones, never a mix.
 func (kr *Keyring) Replace(from *Keyring) {
 	from.mu.RLock()
-	keys := slices.Clone(from.keys)
+	keys, meta := slices.Clone(from.keys), from.meta
 	from.mu.RUnlock()
 	names := namesOf(keys)
 	kr.mu.Lock()
-	kr.keys, kr.names = keys, names
+	kr.keys, kr.names, kr.meta = keys, names, meta
 	kr.mu.Unlock()
 }
 

@@ -85,6 +85,9 @@ func checkRecorded(body []byte, table string, kr *Keyring) string {
 	if !ok {
 		return fmt.Sprintf("command %s (%s by %s): key %s is not %s's in the keyring", rc.ID, rc.Action, rc.By, rc.KeyID, w.Supervisor)
 	}
+	if rc.Key != "" && rc.Key != key.Label {
+		return fmt.Sprintf("command %s (%s by %s): the row names key %q, the keyring labels key %s %q", rc.ID, rc.Action, rc.By, rc.Key, rc.KeyID, key.Label)
+	}
 	sig, err := base64.StdEncoding.Strict().DecodeString(rc.Sig)
 	if err != nil || !ed25519.Verify(key.PublicKey, p.signed, sig) {
 		return fmt.Sprintf("command %s (%s by %s): the signature does not verify with key %s", rc.ID, rc.Action, rc.By, rc.KeyID)

@@ -71,6 +71,9 @@ type Verified struct {
 	// that verified it.
 	Signed []byte
 	KeyID  string
+	// KeyLabel is the keyring's label of the key ("" when its supervisor
+	// holds one key).
+	KeyLabel string
 }
 
 // Input is the table input a verified table action becomes; By is the
@@ -80,7 +83,7 @@ func (v Verified) Input() coup.Input {
 	c := v.Command
 	return coup.Input{Kind: coup.InCmd, Command: &coup.Command{
 		ID: c.ID, Action: c.Action, By: c.Supervisor, Coup: c.Coup, Card: v.Card, Reason: c.Reason, Dealer: c.Dealer,
-		Signed: string(v.Signed), Sig: c.Sig, KeyID: v.KeyID,
+		Signed: string(v.Signed), Sig: c.Sig, KeyID: v.KeyID, Key: v.KeyLabel,
 	}}
 }
 
@@ -191,7 +194,7 @@ func (v *Verifier) Verify(payload []byte) (Verified, error) {
 	}
 	// Once issued_at is outside the window the id is refused as stale anyway.
 	v.seen.add(c.ID, p.issued.Add(v.opt.Window))
-	return Verified{Command: c, IssuedAt: p.issued, Card: p.card, Signed: p.signed, KeyID: audit.KeyID(key.PublicKey)}, nil
+	return Verified{Command: c, IssuedAt: p.issued, Card: p.card, Signed: p.signed, KeyID: audit.KeyID(key.PublicKey), KeyLabel: key.Label}, nil
 }
 
 // Remember marks id as used until until, for ids read back from the trail.
@@ -222,10 +225,24 @@ type Trail interface {
 // row's time stands in for issued_at, which the trail does not keep: a
 // command accepted at row time t was issued no earlier than t - window, and
 // so is stale from t + 2 windows on at the latest. It finds the first such
-// row by bisecting the trail on time, so it reads only the recent rows.
+// row by bisecting the rows the trail still holds on time, so it reads only
+// the recent rows, and never one that retention has deleted with the oldest
+// segments of a directory trail.
 func (v *Verifier) Restore(ctx context.Context, trail Trail) (int, error) {
 	head := trail.Head().Seq
 	if head == 0 {
+		return 0, nil
+	}
+	// The oldest row still there: seq 1, unless retention removed it.
+	first := int64(0)
+	for rec, err := range trail.Events(ctx, audit.Query{}) {
+		if err != nil {
+			return 0, fmt.Errorf("restore command ids: %w", err)
+		}
+		first = rec.Seq
+		break
+	}
+	if first == 0 {
 		return 0, nil
 	}
 	since := v.opt.Clock.Now().Add(-2 * v.opt.Window)
@@ -240,7 +257,7 @@ func (v *Verifier) Restore(ctx context.Context, trail Trail) (int, error) {
 	}
 	// The first row at or after since, assuming times do not go backwards
 	// by much (the store stamps rows from the wall clock).
-	lo, hi := int64(1), head+1
+	lo, hi := first, head+1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		t, err := at(mid)

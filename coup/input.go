@@ -184,6 +184,10 @@ type Command struct {
 	Signed string `json:"signed,omitempty"`
 	Sig    string `json:"sig,omitempty"`
 	KeyID  string `json:"key_id,omitempty"`
+	// Key is the keyring's label of the signing key, when the supervisor
+	// holds more than one (the signed keyring names each); the table
+	// ignores it.
+	Key string `json:"key,omitempty"`
 }
 
 func (in Input) String() string {

@@ -72,8 +72,14 @@ const (
 	// coup the tableau has not finished, lets resume clear a card drawn
 	// after a finished coup, and checks each shoe's shuffle.
 	RulesProtect = 1
+	// RulesSelfCheckHolds refuses every command that changes the game
+	// (void, card, shoe-start, shoe-end, bets-closed, dealer-in and -out,
+	// resume) while a failed self-check holds the table: the program or
+	// its config is not the certified one, so nothing it would do to the
+	// game can be trusted. Before it, a void or a manual card was taken.
+	RulesSelfCheckHolds = 2
 	// CurrentRules is the version new tables take.
-	CurrentRules = RulesProtect
+	CurrentRules = RulesSelfCheckHolds
 )
 
 // DefaultTableConfig is common casino practice for a profile.
@@ -966,6 +972,15 @@ func (a *applier) command() {
 	if c == nil {
 		a.emit(Event{Kind: EvIgnored, Reason: "command input without a command"})
 		return
+	}
+	if t.cfg.Rules >= RulesSelfCheckHolds && c.Action != ActionSuspend {
+		// A suspension only adds a hold; anything else would change the
+		// game on a program that failed its check.
+		if i := slices.IndexFunc(t.alerts, func(al Alert) bool { return al.Kind == AlertSelfCheck }); i >= 0 {
+			al := t.alerts[i]
+			a.refuse(c, "alert %d (%s): the controller failed its self-check (%s); no command changes the game until a self-check passes: restart it from the certified build", al.ID, al.Kind, al.Message)
+			return
+		}
 	}
 	switch c.Action {
 	case ActionSuspend:

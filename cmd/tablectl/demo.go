@@ -131,9 +131,10 @@ func printDemo(w io.Writer, i controller.DemoInfo) {
   supervisor key   %s   (keyring %s)
                    try:   go run ./cmd/tablectl suspend --broker %s %s --table %s --key %s --reason "a test"
                           go run ./cmd/tablectl resume --broker %s %s --table %s --key %s
+  officer's key    %s   (signs the keyring: tablectl keyring sign --keyring %s --key %s)
 
 Ctrl-C stops it.
-`, i.Shoe, i.Key, i.Keyring, i.MQTT, login, i.Table, i.Key, i.MQTT, login, i.Table, i.Key)
+`, i.Shoe, i.Key, i.Keyring, i.MQTT, login, i.Table, i.Key, i.MQTT, login, i.Table, i.Key, i.Officer, i.Keyring, i.Officer)
 }
 
 func orOff(s string) string {

@@ -33,6 +33,9 @@ func TestConvention(t *testing.T) {
 	for _, c := range configCommands {
 		want = append(want, "config "+c.name)
 	}
+	for _, c := range keyringCommands {
+		want = append(want, "keyring "+c.name)
+	}
 	sort.Strings(names)
 	sort.Strings(want)
 	if strings.Join(names, ",") != strings.Join(want, ",") {

@@ -3,6 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tablectl/tablectl/audit"
 
 	signedcmd "github.com/tablectl/tablectl/command"
 )
@@ -15,10 +20,10 @@ func runKeygen(args []string, stdout io.Writer) error {
 	fs := newFlagSet("keygen")
 	fs.Usage = func() {
 		usageHead(fs.Output(), "keygen", "--name NAME [--out DIR]", `Makes NAME.key (the private key: it signs commands and stays with the
-supervisor, mode 0600) and NAME.pub in DIR, and prints the keyring entry
-to add to the controller's keyring (deploy/supervisors.json), or enrol
-NAME.pub with tablectl enrol --public-key-file. Edit the entry's
-"actions" to narrow what the key may sign.`)
+supervisor, mode 0600), NAME.pub and NAME.request.json (the enrolment
+request, signed with the new key) in DIR, and prints the keyring entry.
+Send the request to the security officer, who enrols it and signs the
+keyring (tablectl enrol --request, tablectl keyring sign).`)
 		printFlags(fs.Output(), fs)
 	}
 	name := fs.String("name", "", "the supervisor's `NAME` as commands carry it (A-Z a-z 0-9 . _ @ -)")
@@ -33,7 +38,32 @@ NAME.pub with tablectl enrol --public-key-file. Edit the entry's
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(fs.Output(), "%s: wrote %s (private: keep it with %s) and %s; keyring entry:\n", fs.Name(), priv, *name, pub)
+	key, err := audit.LoadPrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	req, err := signedcmd.NewRequest(*name, key, "", time.Now())
+	if err != nil {
+		return err
+	}
+	reqPath := filepath.Join(*out, *name+".request.json")
+	if err := writeNew(reqPath, req, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(fs.Output(), "%s: wrote %s (private: keep it with %s), %s and %s (send it to the security officer); keyring entry:\n", fs.Name(), priv, *name, pub, reqPath)
 	fmt.Fprintf(stdout, "%s\n", entry)
 	return nil
+}
+
+// writeNew writes a file that must not exist yet.
+func writeNew(path string, b []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

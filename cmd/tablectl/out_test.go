@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tablectl/tablectl/audit"
+	signedcmd "github.com/tablectl/tablectl/command"
 )
 
 // TestOutMakesItsFolder: every command that writes what --out names makes
@@ -37,6 +38,13 @@ func TestOutMakesItsFolder(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A keyring draft and the officer's key, for keyring sign.
+	keyring := filepath.Join(dir, "supervisors.json")
+	os.WriteFile(keyring, []byte(`{"keys":[]}`), 0o644)
+	officer, _, err := signedcmd.GenerateAuthority(filepath.Join(dir, "officer"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	exe, cfg := filepath.Join(dir, "tablectl"), filepath.Join(dir, "tablectl.json")
 	os.WriteFile(exe, []byte("\x7fELF a program"), 0o755)
 	os.WriteFile(cfg, []byte(`{"table_id":"T"}`), 0o644)
@@ -49,6 +57,8 @@ func TestOutMakesItsFolder(t *testing.T) {
 		{[]string{"audit", "checkpoint", "--db", trail, "--out", "{new}/checkpoint.json"}, "checkpoint.json"},
 		{[]string{"audit", "pubkey", "--key", key, "--out", "{new}/checkpoint.pub"}, "checkpoint.pub"},
 		{[]string{"keygen", "--name", "carol", "--out", "{new}"}, "carol.key"},
+		{[]string{"keyring", "keygen", "--out", "{new}"}, "officer.key"},
+		{[]string{"keyring", "sign", "--keyring", keyring, "--key", officer, "--out", "{new}/supervisors.json"}, "supervisors.json"},
 		{[]string{"manifest", "sign", "--key", key, "--exe", exe, "--config", cfg, "--out", "{new}/manifest.json"}, "manifest.json"},
 	}
 	for i, c := range cases {

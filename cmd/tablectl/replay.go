@@ -17,6 +17,7 @@ import (
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/display/viewer"
+	"github.com/tablectl/tablectl/internal/smallfile"
 )
 
 func init() {
@@ -41,7 +42,12 @@ func runReplay(args []string, stdout io.Writer) error {
 	speed := fs.Float64("speed", 1, "with --publish: the `FACTOR` of the recorded pace: 1 as recorded, 10 ten times faster, 0 no pauses")
 	maxPause := fs.Duration("max-pause", 10*time.Second, "with --publish: the longest `PAUSE` between inputs")
 	keyring := fs.String("keyring", "", "re-verify every recorded command against this supervisors' keyring `file`")
-	serve := fs.String("serve", "", "serve the surveillance viewer of the trail on `ADDR` (127.0.0.1:8090) instead of printing it")
+	serve := fs.String("serve", "", "serve the surveillance viewer of the trail on `ADDR` (:8090 is 127.0.0.1:8090) instead of printing it; off loopback it needs --http-password-file and TLS")
+	view := viewer.ServeOptions{}
+	fs.StringVar(&view.User, "http-user", viewer.DefaultUser, "with --serve: the viewer's HTTP basic-auth `USER`")
+	passFile := fs.String("http-password-file", "", "with --serve: the viewer's password, a `FILE` of one line (required off loopback)")
+	fs.StringVar(&view.CertFile, "http-cert-file", "", "with --serve: the viewer's TLS certificate, a PEM `FILE` (required off loopback)")
+	fs.StringVar(&view.KeyFile, "http-key-file", "", "with --serve: the TLS certificate's private key, a PEM `FILE`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -53,7 +59,18 @@ func runReplay(args []string, stdout io.Writer) error {
 		return usageError(fs, "--serve and --publish: give one")
 	}
 	if *serve != "" {
-		return serveViewer(ctx, *db, *serve, stdout)
+		view.Addr = *serve
+		if *passFile != "" {
+			p, err := smallfile.Secret(*passFile)
+			if err != nil {
+				return fmt.Errorf("--http-password-file: %w", err)
+			}
+			if p == "" {
+				return fmt.Errorf("--http-password-file %s: empty", *passFile)
+			}
+			view.Password = p
+		}
+		return serveViewer(ctx, *db, view, stdout)
 	}
 	r, err := openTrail(ctx, *db)
 	if err != nil {
@@ -169,15 +186,19 @@ func republish(ctx context.Context, r *audit.Reader, shoe int, broker, user, pas
 
 // serveViewer serves the surveillance viewer of the trail until
 // interrupted.
-func serveViewer(ctx context.Context, db, addr string, stdout io.Writer) error {
+func serveViewer(ctx context.Context, db string, opt viewer.ServeOptions, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tl, err := viewer.LoadFile(ctx, db)
 	if err != nil {
 		return err
 	}
-	return viewer.Serve(ctx, addr, tl, db, func(url string) {
-		fmt.Fprintf(stdout, "surveillance viewer of %s (%d rows, %d coups, %d differences) on %s\n", db, tl.Rows, len(tl.Coups), len(tl.Diffs), url)
+	return viewer.Serve(ctx, opt, tl, db, func(url string) {
+		login := "no login: loopback only"
+		if opt.Password != "" {
+			login = "user " + opt.User + ", password from --http-password-file"
+		}
+		fmt.Fprintf(stdout, "surveillance viewer of %s (%d rows, %d coups, %d differences) on %s (%s)\n", db, tl.Rows, len(tl.Coups), len(tl.Diffs), url, login)
 	})
 }
 

@@ -235,3 +235,25 @@ func TestReplayPublish(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayServeRefusesExposed: `replay --serve` off loopback without a
+// password file and TLS exits 1 saying what is missing, before it serves
+// anything; an empty password file is refused too.
+func TestReplayServeRefusesExposed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trail.db")
+	writeTrail(t, path)
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"replay", "--db", path, "--serve", "0.0.0.0:0"}, "is off loopback with no password (tablectl replay --http-password-file) and no TLS"},
+		{[]string{"replay", "--db", path, "--serve", "127.0.0.1:0", "--http-password-file", empty}, "empty"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, &out, &errb); code != 1 || !strings.Contains(errb.String(), tc.want) || strings.Contains(out.String(), "surveillance viewer of") {
+			t.Errorf("%v: exit %d\nstdout %s\nstderr %s", tc.args, code, out.String(), errb.String())
+		}
+	}
+}

@@ -206,6 +206,15 @@ func (e *engine) rowMessages(rec audit.Record) []Message {
 				Seq:     rec.Seq, At: rec.At,
 			}))
 		}
+	case command.KindKeyringRefused:
+		var b command.KeyringRefusedBody
+		if json.Unmarshal(rec.Body, &b) == nil {
+			add(e.msg(TopicPitAlerts, 1, false, Alert{
+				State: AlertNotice, ID: fmt.Sprintf("keyring-%d", rec.Seq), Source: SourceCommand, Kind: "keyring_refused",
+				Message: fmt.Sprintf("supervisors' keyring %s refused (%s): the keys in use stay; a keyring takes effect only signed by the security officer", b.Path, b.Error),
+				Seq:     rec.Seq, At: rec.At,
+			}))
+		}
 	case command.KindRefusals:
 		var b command.RefusalsBody
 		if json.Unmarshal(rec.Body, &b) == nil {

@@ -210,3 +210,29 @@ func TestRefusalSummaryAlert(t *testing.T) {
 		t.Fatalf("alert %+v\nwant  %+v", a, want)
 	}
 }
+
+// A keyring the controller refused is a notice on pit/alerts that says
+// why, and calls for no reply.
+func TestKeyringRefusedAlert(t *testing.T) {
+	topics := Topics{Prefix: "tablectl/BAC-07"}
+	e, err := newEngine(topics, tableID, "v1", "online", vipConfig(t), quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 22, 21, 0, 10, 0, time.UTC)
+	body, _ := json.Marshal(command.KeyringRefusedBody{Reason: command.KeyringReloaded, Path: "/etc/tablectl/supervisors.json", SHA256: "ab12",
+		Error: "the keyring is not signed by the security officer"})
+	msgs := e.rowMessages(audit.Record{Seq: 78, At: at, Kind: command.KindKeyringRefused, Body: body})
+	if len(msgs) != 1 || msgs[0].Topic != topics.Topic(TopicPitAlerts) || msgs[0].Retained {
+		t.Fatalf("messages %+v", msgs)
+	}
+	var a Alert
+	if err := json.Unmarshal(msgs[0].Payload, &a); err != nil {
+		t.Fatal(err)
+	}
+	want := Alert{State: AlertNotice, ID: "keyring-78", Source: SourceCommand, Kind: "keyring_refused", Seq: 78, At: at,
+		Message: "supervisors' keyring /etc/tablectl/supervisors.json refused (the keyring is not signed by the security officer): the keys in use stay; a keyring takes effect only signed by the security officer"}
+	if a != want {
+		t.Fatalf("alert %+v\nwant  %+v", a, want)
+	}
+}

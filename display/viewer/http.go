@@ -3,8 +3,12 @@ package viewer
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -49,7 +53,8 @@ type timelineJSON struct {
 //	/find?time=T       the last step at or before T (RFC 3339, or "2006-01-02 15:04:05.000" UTC)
 //	/web/...           the page's script and style
 //
-// It only reads tl; serve it where surveillance works (it shows every card).
+// It only reads tl, and shows every card: Serve puts it behind its
+// defences.
 func Handler(tl *Timeline, source string) http.Handler {
 	tj := timelineJSON{Table: tl.Table, Source: source, Rows: tl.Rows, Steps: make([]brief, 0, len(tl.Steps)), Coups: tl.Coups, Diffs: tl.Diffs}
 	if tj.Coups == nil {
@@ -130,16 +135,106 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// Serve serves the viewer of tl on addr until ctx ends; ready, if set, is
-// told the page's URL once it listens.
-func Serve(ctx context.Context, addr string, tl *Timeline, source string, ready func(url string)) error {
+// DefaultUser is the viewer's HTTP basic-auth user when none is given.
+const DefaultUser = "surveillance"
+
+// ServeOptions say where and how the viewer is served. It shows every card
+// (hole cards included) and every signed command, so it defends itself as
+// the controller's pit view does: on loopback by default, and off loopback
+// only behind a password and TLS.
+type ServeOptions struct {
+	// Addr is host:port; without a host ("":8090") it is 127.0.0.1.
+	Addr string
+	// User and Password, when Password is set, guard every page and
+	// endpoint with HTTP basic auth (User defaults to DefaultUser).
+	User, Password string
+	// CertFile and KeyFile (PEM) serve it over TLS.
+	CertFile, KeyFile string
+}
+
+// ErrExposed refuses to serve the viewer off loopback without both a
+// password and TLS: anyone on the network would read every card and every
+// signed command, or the password, in the clear.
+var ErrExposed = errors.New("the viewer shows every card and signed command: off loopback it needs a password and TLS")
+
+// listen opens the listener opt names, on loopback when no host is given,
+// and refuses (ErrExposed) an address off loopback without a password and
+// TLS: it is judged by the address bound, so a name that resolves off
+// loopback is refused too.
+func listen(opt ServeOptions) (net.Listener, string, error) {
+	addr := opt.Addr
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("viewer: %w", err)
+		return nil, "", fmt.Errorf("viewer: %w", err)
 	}
-	srv := &http.Server{Handler: Handler(tl, source), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	ta, _ := ln.Addr().(*net.TCPAddr)
+	if ta == nil || !ta.IP.IsLoopback() {
+		var missing []string
+		if opt.Password == "" {
+			missing = append(missing, "no password (tablectl replay --http-password-file)")
+		}
+		if opt.CertFile == "" || opt.KeyFile == "" {
+			missing = append(missing, "no TLS (--http-cert-file and --http-key-file)")
+		}
+		if len(missing) > 0 {
+			ln.Close()
+			return nil, "", fmt.Errorf("viewer: %s is off loopback with %s: %w; serve it on 127.0.0.1, or give both",
+				opt.Addr, strings.Join(missing, " and "), ErrExposed)
+		}
+	}
+	scheme := "http"
+	if opt.CertFile != "" || opt.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(opt.CertFile, opt.KeyFile)
+		if err != nil {
+			ln.Close()
+			return nil, "", fmt.Errorf("viewer: TLS certificate: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		scheme = "https"
+	}
+	return ln, scheme + "://" + ln.Addr().String() + "/", nil
+}
+
+// basicAuth lets through requests with the viewer's credentials. The user
+// and the password are compared in constant time, as hashes, so that
+// neither their contents nor their lengths show in the timing.
+func basicAuth(user, password string, h http.Handler) http.Handler {
+	if user == "" {
+		user = DefaultUser
+	}
+	wantUser, wantPass := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		gotUser, gotPass := sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p))
+		if subtle.ConstantTimeCompare(gotUser[:], wantUser[:])&subtle.ConstantTimeCompare(gotPass[:], wantPass[:]) != 1 || !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="tablectl surveillance viewer", charset="UTF-8"`)
+			w.Header().Set("Cache-Control", "no-store")
+			http.Error(w, "the surveillance viewer needs its credentials", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Serve serves the viewer of tl as opt says until ctx ends; ready, if set,
+// is told the page's URL once it listens. It refuses (ErrExposed) to serve
+// off loopback without a password and TLS.
+func Serve(ctx context.Context, opt ServeOptions, tl *Timeline, source string, ready func(url string)) error {
+	ln, url, err := listen(opt)
+	if err != nil {
+		return err
+	}
+	h := Handler(tl, source)
+	if opt.Password != "" {
+		h = basicAuth(opt.User, opt.Password, h)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: 16 << 10}
 	if ready != nil {
-		ready("http://" + ln.Addr().String() + "/")
+		ready(url)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -279,7 +279,7 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, "127.0.0.1:0", tl, path, func(u string) { urls <- u }) }()
+	go func() { done <- Serve(ctx, ServeOptions{Addr: "127.0.0.1:0"}, tl, path, func(u string) { urls <- u }) }()
 	var u string
 	select {
 	case u = <-urls:
@@ -302,7 +302,7 @@ func TestServe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not stop with its context")
 	}
-	if err := Serve(context.Background(), "256.0.0.1:1", tl, path, nil); err == nil {
+	if err := Serve(context.Background(), ServeOptions{Addr: "256.0.0.1:1"}, tl, path, nil); err == nil {
 		t.Error("Serve on a bad address: no error")
 	}
 }

@@ -8,9 +8,10 @@
 //
 // The signing key is a WebCrypto Ed25519 key that cannot be read out of
 // the browser (non-extractable), kept in this browser's IndexedDB: made
-// here (its public half is then enrolled with `tablectl enrol`), or
-// imported once from a `tablectl keygen` key file. The server never sees
-// it. docs/pit-console.md says why this and not WebAuthn.
+// here (the console then shows an enrolment request, signed with the new
+// key, for the security officer to sign into the keyring), or imported
+// once from a `tablectl keygen` key file. The server never sees it.
+// docs/pit-console.md says why this and not WebAuthn.
 //
 // ACTIONS is the one list of what the console can do: add an entry (and,
 // for a new kind of form field, a FIELDS entry) to extend it.
@@ -159,6 +160,19 @@
       der.fill(0);
     }
   }
+
+  // enrolmentRequest is what the security officer enrols (tablectl enrol
+  // --request): the name and the public key, signed with the key itself
+  // after the "tablectl-enrolment-v1\n" domain (command.Request).
+  async function enrolmentRequest() {
+    if (!signer) throw new Error('no key in this browser');
+    const req = { format: 'tablectl-enrolment-v1', name: signer.name, public_key: signer.pub, requested_at: signer.created.replace(/\.\d+Z$/, 'Z') };
+    if (td.settings && td.settings.table) req.table = td.settings.table;
+    const sig = await crypto.subtle.sign({ name: 'Ed25519' }, signer.key, new TextEncoder().encode('tablectl-enrolment-v1\n' + canonical(req)));
+    req.sig = b64(sig);
+    return JSON.stringify(req, null, 2);
+  }
+
   async function forget() {
     await dbDo('readwrite', (s) => s.delete(SLOT));
     signer = null;
@@ -349,18 +363,20 @@
       drop.addEventListener('click', () => { if (window.confirm('Remove the signing key from this browser?')) forget(); });
       line.append(drop);
       keyBox.append(line);
-      // An imported key file is already in the keyring (tablectl keygen
-      // printed its entry); a key made here must be enrolled.
+      // An imported key file is enrolled from tablectl keygen's request;
+      // a key made here must be enrolled from this one.
       if (signer.how !== 'made in this browser') return;
       const enrol = el('div', 'pc-enrol');
-      enrol.append(el('span', '', 'ENROL (once, on the table box; the controller takes it within seconds): '));
-      const code = el('code', '', 'tablectl enrol --keyring /etc/tablectl/supervisors.json --name ' + signer.name + ' --public-key ' + signer.pub + ' --valid-for 2160h');
-      code.id = 'pc-enrol-cmd';
+      enrol.append(el('span', '', 'ENROLMENT REQUEST for the security officer, who checks key ' + signer.id + ' with you, enrols it and signs the keyring (tablectl enrol --request FILE, tablectl keyring sign); the table takes the key once the signed keyring is installed:'));
+      const code = el('code', '', '');
+      code.id = 'pc-enrol-request';
       enrol.append(code);
       keyBox.append(enrol);
+      const shown = signer;
+      enrolmentRequest().then((t) => { if (signer === shown) code.textContent = t; }).catch((e) => note('enrolment request: ' + e.message, true));
       return;
     }
-    keyBox.append(el('p', 'note', 'No signing key in this browser. Make one here (then enrol its public half) or import your tablectl keygen key file once.'));
+    keyBox.append(el('p', 'note', 'No signing key in this browser. Make one here (the security officer then signs it into the keyring) or import your tablectl keygen key file once.'));
     const row = el('div', 'pc-keyform');
     const name = el('input');
     name.id = 'pc-key-name';
@@ -439,6 +455,6 @@
     }
   });
 
-  window.pitConsole = { actions: ACTIONS, fields: FIELDS, sign: sign, send: send, prepare: prepare, generate: generate, importPEM: importPEM, signer: () => signer, log: log };
+  window.pitConsole = { actions: ACTIONS, fields: FIELDS, sign: sign, send: send, prepare: prepare, generate: generate, importPEM: importPEM, signer: () => signer, enrolmentRequest: enrolmentRequest, log: log };
   loadSigner();
 })();

@@ -78,6 +78,10 @@ type MQTTSection struct {
 	// Keyring is the supervisors' public keys (deploy/supervisors.json);
 	// without one every command is refused.
 	Keyring string `json:"keyring"`
+	// KeyringAuthority is the security officer's public key (PEM; one or
+	// more), whose private half signs the keyring off the box: the
+	// controller takes no keyring it did not sign. Required with Keyring.
+	KeyringAuthority string `json:"keyring_authority,omitempty"`
 	// CommandWindow is how far a command's issued_at may be from the
 	// controller's clock; default 2m.
 	CommandWindow device.Duration `json:"command_window"`
@@ -405,6 +409,11 @@ func (m *MQTTSection) Complete(table, dir string) error {
 	m.CertFile = under(dir, m.CertFile)
 	m.KeyFile = under(dir, m.KeyFile)
 	m.Keyring = under(dir, m.Keyring)
+	m.KeyringAuthority = under(dir, m.KeyringAuthority)
+	if m.Keyring != "" && m.KeyringAuthority == "" {
+		errs = append(errs, errors.New("mqtt.keyring_authority is required with mqtt.keyring: the security officer's public key, "+
+			"whose private half signs the keyring off the box (docs/operations.md, \"Supervisors' keys\")"))
+	}
 	return errors.Join(errs...)
 }
 

@@ -209,7 +209,9 @@ func checkFiles(c Config) []Finding {
 		}
 		if m.Keyring == "" {
 			warn("mqtt.keyring", "not set: every supervisor command will be refused")
-		} else if _, err := signedcmd.LoadKeyring(m.Keyring); err != nil {
+		} else if auth, err := signedcmd.LoadAuthorities(m.KeyringAuthority); err != nil {
+			fail("mqtt.keyring_authority", err)
+		} else if _, _, err := signedcmd.LoadSignedKeyring(m.Keyring, auth); err != nil {
 			fail("mqtt.keyring", err)
 		}
 	} else {

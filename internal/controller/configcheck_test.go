@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/ed25519"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/selfcheck"
 )
 
@@ -53,13 +55,18 @@ func TestCheckConfig(t *testing.T) {
 		return p
 	}
 	write("pw", "secret\n")
-	write("keyring.json", `{"keys":[]}`)
+	_, authority := writeSignedKeyring(t, filepath.Join(dir, "keyring.json"))
+	write("officer.pub", string(must(os.ReadFile(authority))))
+	draft := write("draft.json", `{"keys":[]}`)
+	if _, err := signedcmd.SignKeyringFile(draft, filepath.Join(dir, "stranger.json"), newKey(t), 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	base := `{
   "table_id": "T1",
   "profile": "vip",
   "shoe": {"port": {"path": "/dev/ttyUSB0"}},
   "audit": {"path": "trail.db"%s},
-  "mqtt": {"broker": "tcp://127.0.0.1:1883", "password_file": "pw", "keyring": "keyring.json"}
+  "mqtt": {"broker": "tcp://127.0.0.1:1883", "password_file": "pw", "keyring": "keyring.json", "keyring_authority": "officer.pub"}
 }
 `
 	for _, tt := range []struct {
@@ -90,6 +97,12 @@ func TestCheckConfig(t *testing.T) {
 			[]string{"error: audit.keep_days: deletes archived segments: set audit.archive_dir or audit.archive_command"}},
 		{"segments of a file", strings.Replace(base, "%s", `, "keep_days": 7, "archive_dir": "a"`, 1), false,
 			[]string{"error: audit.path: segment_cutover, segment_zone, segment_every_shoes, archive_dir, archive_command and keep_days go with audit.dir"}},
+		{"unsigned keyring", strings.Replace(strings.Replace(base, "%s", "", 1), `"keyring.json"`, `"draft.json"`, 1), false,
+			[]string{"error: mqtt.keyring: ", "the keyring is not signed by the security officer"}},
+		{"keyring of another officer", strings.Replace(strings.Replace(base, "%s", "", 1), `"keyring.json"`, `"stranger.json"`, 1), false,
+			[]string{"error: mqtt.keyring: ", "not a keyring authority here"}},
+		{"keyring without authority", strings.Replace(strings.Replace(base, "%s", "", 1), `, "keyring_authority": "officer.pub"`, ``, 1), false,
+			[]string{"mqtt.keyring_authority is required with mqtt.keyring"}},
 		{"open http", strings.Replace(strings.Replace(base, "%s", "", 1), `"table_id": "T1",`, `"table_id": "T1", "http": {"listen": "0.0.0.0:8080"},`, 1), true,
 			[]string{"warning: http.listen: 0.0.0.0:8080 is reachable off this box without TLS"}},
 	} {
@@ -220,4 +233,21 @@ func TestCheckConfigSelfCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// newKey is an Ed25519 key of the test's own.
+func newKey(t *testing.T) ed25519.PrivateKey {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return priv
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
@@ -73,6 +74,13 @@ type Controller struct {
 	sealed   chan struct{}
 	commands *signedcmd.Handler
 	keys     *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
+	// keyringAuthorities are the public keys a keyring must be signed with
+	// (mqtt.keyring_authority); keyWatch reloads the keyring file
+	// (keyring.go), and keyringAgain wakes it to record the keys in force
+	// again at the head of each new segment and after each snapshot.
+	keyringAuthorities []ed25519.PublicKey
+	keyWatch           *signedcmd.KeyringWatch
+	keyringAgain       chan struct{}
 
 	webPitPassword string // the demo's generated pit password
 
@@ -143,7 +151,8 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		log.Warn("audit.checkpoint_every is no longer used: every commit carries a signed checkpoint of its head", "checkpoint_every", c.Audit.CheckpointEvery)
 	}
 	m := metrics.New()
-	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey, checker: newSelfChecker(c)}
+	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey, checker: newSelfChecker(c),
+		keyringAgain: make(chan struct{}, 1)}
 	// The publisher is made once the trail is open; nothing is committed
 	// before then.
 	var pub *mqttpub.Publisher
@@ -157,6 +166,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		}
 		for _, r := range cm.Records {
 			log.Debug("recorded", "seq", r.Seq, "kind", r.Kind, "shoe", r.Shoe, "coup", r.Coup)
+			if r.Kind == audit.KindSnapshot {
+				ctl.keyringInForce() // the next segment's head is its snapshot
+			}
 		}
 		logEvents(log, cm)
 		m.Commit(cm)
@@ -548,11 +560,9 @@ func (ctl *Controller) Run(ctx context.Context) error {
 			}
 		})
 		parts.start("command taker", func() { ctl.takeCommands(ctx) })
-		if path := ctl.cfg.MQTT.Keyring; path != "" && ctl.keys != nil {
-			// tablectl enrol takes effect without a restart.
-			parts.start("keyring watch", func() {
-				signedcmd.WatchKeyring(ctx, path, ctl.keys, signedcmd.DefaultWatchEvery, clock.Real, ctl.log.With("part", "keyring"))
-			})
+		if ctl.keyWatch != nil {
+			// A keyring the officer signed takes effect without a restart.
+			parts.start("keyring watch", func() { ctl.watchKeyring(ctx) })
 		}
 	}
 	if ctl.http != nil {
@@ -663,7 +673,7 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 			return nil, fmt.Errorf("mqtt.password_file: %w", err)
 		}
 	}
-	keys, err := loadKeyring(m.Keyring)
+	keys, err := ctl.openKeyring(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -685,6 +695,9 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 		return nil, err
 	}
 	ctl.keys = keys
+	if m.Keyring != "" {
+		ctl.keyWatch = ctl.newKeyringWatch(keys)
+	}
 	// The handler exists before the broker and the connection, which
 	// count and screen commands from the first message on; its Replier,
 	// the publisher, comes after.
@@ -871,18 +884,6 @@ const commandInbox = 256
 // row and reply: only those the refusal limit grants a token come this far
 // (a burst of ten, then one a second).
 const refusalInbox = 32
-
-// loadKeyring reads the keyring, or makes an empty one when none is set.
-func loadKeyring(path string) (*signedcmd.Keyring, error) {
-	if path == "" {
-		return signedcmd.ParseKeyring([]byte(`{"keys":[]}`))
-	}
-	k, err := signedcmd.LoadKeyring(path)
-	if err != nil {
-		return nil, fmt.Errorf("mqtt.keyring: %w", err)
-	}
-	return k, nil
-}
 
 // takeCommands hands the commands that arrive on cmd to the handler, one
 // at a time and in order, and writes each summary of refusals beyond the

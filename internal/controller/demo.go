@@ -44,6 +44,11 @@ type DemoOptions struct {
 // DemoInfo is where to look.
 type DemoInfo struct {
 	Table, MQTT, WS, HTTP, Prefix, Trail, Shoe, Key, Keyring, PitPassword string
+	// Officer and KeyringAuthority are the demo's security officer's key
+	// pair: the private half signs the keyring (the demo signs its own;
+	// on a real floor it stays off the box), the public half is
+	// mqtt.keyring_authority.
+	Officer, KeyringAuthority string
 	// PitBrokerUser and PitBrokerPassword are the pit's broker login (it
 	// reads pit/# and sends commands; without a login a client reads only
 	// status and public/#); PitBrokerPasswordFile holds the password, for
@@ -96,7 +101,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	if err != nil {
 		return err
 	}
-	supKey, keyring, err := demoSupervisor(o.Dir, keys)
+	supKey, keyring, officer, err := demoSupervisor(o.Dir, keys)
 	if err != nil {
 		return err
 	}
@@ -128,7 +133,8 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		Shoe:    ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
 		Audit:   AuditSection{Path: trail, CheckpointKey: cpKey},
 		HTTP:    HTTPSection{Listen: o.HTTP, PitUser: "pit", PitBrokerUser: "pit", PitBrokerPasswordFile: pitBrokerFile},
-		MQTT:    &MQTTSection{Listen: o.MQTTListen, WSListen: o.MQTTWS, WSOrigins: o.WSOrigins, Keyring: keyring},
+		MQTT: &MQTTSection{Listen: o.MQTTListen, WSListen: o.MQTTWS, WSOrigins: o.WSOrigins, Keyring: keyring,
+			KeyringAuthority: filepath.Join(keys, signedcmd.AuthorityPublicFile)},
 	}
 	// The demo is a development build: its manifest would be in its own
 	// folder, and there is none, so it deals as "unsigned".
@@ -165,6 +171,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	})
 	info := DemoInfo{Table: o.Table, CheckpointPub: pubOf(cpKey), MQTT: ctl.broker.URL(), WS: ctl.broker.WSURL(), HTTP: "http://" + ctl.ln.Addr().String(),
 		Prefix: c.MQTT.Prefix, Trail: trail, Shoe: pty.Path(), Key: supKey, Keyring: keyring, PitPassword: pitPassword,
+		Officer: officer, KeyringAuthority: c.MQTT.KeyringAuthority,
 		PitBrokerUser: "pit", PitBrokerPassword: pitBrokerPassword, PitBrokerPasswordFile: pitBrokerFile, SetAside: aside}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -217,27 +224,41 @@ func demoCheckpointKey(dir string) (string, error) {
 	return p, err
 }
 
-// demoSupervisor makes a supervisor key on the first run and a keyring
-// that holds it.
-func demoSupervisor(dir, keys string) (key, keyring string, err error) {
+// demoSupervisor makes a supervisor key and the security officer's key on
+// the first run, and a keyring that holds the supervisor, signed by the
+// officer's key (the demo is its own officer).
+func demoSupervisor(dir, keys string) (key, keyring, officer string, err error) {
 	key = filepath.Join(keys, "demo.key")
 	keyring = filepath.Join(dir, "supervisors.json")
+	officer = filepath.Join(keys, signedcmd.AuthorityKeyFile)
 	if _, err := os.Stat(key); errors.Is(err, os.ErrNotExist) {
 		if _, _, _, err := signedcmd.GenerateKey(keys, "demo"); err != nil {
-			return "", "", err
+			return "", "", "", err
+		}
+	}
+	if _, err := os.Stat(officer); errors.Is(err, os.ErrNotExist) {
+		if _, _, err := signedcmd.GenerateAuthority(keys); err != nil {
+			return "", "", "", err
 		}
 	}
 	priv, err := audit.LoadPrivateKey(key)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
+	}
+	officerKey, err := audit.LoadPrivateKey(officer)
+	if err != nil {
+		return "", "", "", err
 	}
 	entry, err := signedcmd.Entry("demo", priv.Public().(ed25519.PublicKey), []string{signedcmd.ActionsAll})
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
-	doc := fmt.Sprintf("{\"keys\": [\n  %s\n]}\n", entry)
-	if err := os.WriteFile(keyring, []byte(doc), 0o644); err != nil {
-		return "", "", err
+	doc, _, err := signedcmd.SignKeyring(fmt.Appendf(nil, "{\"keys\": [\n  %s\n]}\n", entry), officerKey, 0, time.Now())
+	if err != nil {
+		return "", "", "", err
 	}
-	return key, keyring, nil
+	if err := os.WriteFile(keyring, doc, 0o644); err != nil {
+		return "", "", "", err
+	}
+	return key, keyring, officer, nil
 }

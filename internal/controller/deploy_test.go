@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"maps"
@@ -24,6 +23,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/mqtttest"
@@ -372,9 +372,13 @@ func TestDeployFilesAgree(t *testing.T) {
 			t.Errorf("bridge.conf lacks %q", want)
 		}
 	}
-	var kr json.RawMessage
-	if data, err := os.ReadFile("../../deploy/supervisors.json"); err != nil || json.Unmarshal(data, &kr) != nil {
+	// The example keyring shows a signed one (by a key made for the
+	// example and thrown away: no table takes it).
+	if kr, err := signedcmd.LoadKeyring("../../deploy/supervisors.json"); err != nil || kr.Meta().Signature == nil || kr.Meta().Serial < 1 {
 		t.Fatalf("supervisors.json: %v", err)
+	}
+	if c.MQTT.KeyringAuthority != "/etc/tablectl/keys/officer.pub" {
+		t.Errorf("mqtt.keyring_authority %q", c.MQTT.KeyringAuthority)
 	}
 }
 

@@ -440,13 +440,11 @@ func superviseOverMQTT(t *testing.T, r *processRig) pitSupervisor {
 		t.Fatal(err)
 	}
 	keyring := filepath.Join(filepath.Dir(r.config), "supervisors.json")
-	if err := os.WriteFile(keyring, []byte(`{"keys":[`+string(entry)+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, authority := writeSignedKeyring(t, keyring, entry)
 	s := pitSupervisor{url: url, prefix: mqtttest.Prefix(t), key: priv}
 	editConfig(t, r, func(doc map[string]any) {
 		s.table = doc["table_id"].(string)
-		doc["mqtt"] = map[string]any{"broker": url, "prefix": s.prefix, "client_id": mqtttest.ClientID(t, "tablectl"), "keyring": keyring}
+		doc["mqtt"] = map[string]any{"broker": url, "prefix": s.prefix, "client_id": mqtttest.ClientID(t, "tablectl"), "keyring": keyring, "keyring_authority": authority}
 	})
 	return s
 }

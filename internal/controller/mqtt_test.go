@@ -74,14 +74,20 @@ func TestWebOrigins(t *testing.T) {
 
 func TestMQTTConfig(t *testing.T) {
 	base := `{"table_id":"T-1","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}`
-	c, _, err := ParseConfig([]byte(base+`,"mqtt":{"keyring":"keys.json"}}`), "/etc/tablectl")
+	c, _, err := ParseConfig([]byte(base+`,"mqtt":{"keyring":"keys.json","keyring_authority":"keys/officer.pub"}}`), "/etc/tablectl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := c.MQTT
 	if m.Broker != "" || m.Listen != DefaultMQTTListen || m.WSListen != DefaultMQTTWSListen || m.Prefix != "tablectl/T-1" ||
-		m.ClientID != "tablectl-T-1" || time.Duration(m.CommandWindow) != signedcmd.DefaultWindow || m.Keyring != "/etc/tablectl/keys.json" {
+		m.ClientID != "tablectl-T-1" || time.Duration(m.CommandWindow) != signedcmd.DefaultWindow || m.Keyring != "/etc/tablectl/keys.json" ||
+		m.KeyringAuthority != "/etc/tablectl/keys/officer.pub" {
 		t.Fatalf("defaults: %+v", m)
+	}
+	// A keyring without its authority: the controller could check no
+	// signature, so the config is refused.
+	if _, _, err := ParseConfig([]byte(base+`,"mqtt":{"keyring":"keys.json"}}`), "/etc/tablectl"); err == nil || !strings.Contains(err.Error(), "mqtt.keyring_authority is required") {
+		t.Fatalf("a keyring without an authority: %v", err)
 	}
 	// Origins as browsers send them.
 	if c, _, err := ParseConfig([]byte(base+`,"mqtt":{"ws_origins":["HTTP://Table7.Local:8080","https://pit.example:443"]}}`), "/"); err != nil ||
@@ -164,9 +170,7 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 		t.Fatal(err)
 	}
 	m.Keyring = filepath.Join(dir, "supervisors.json")
-	if err := os.WriteFile(m.Keyring, []byte(`{"keys":[`+string(entry)+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, m.KeyringAuthority = writeSignedKeyring(t, m.Keyring, entry)
 	cpKey, _, err := audit.GenerateKey(keys)
 	if err != nil {
 		t.Fatal(err)

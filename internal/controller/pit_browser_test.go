@@ -8,14 +8,18 @@ package controller
 // checks the table's replies on the page, the trail (each command recorded
 // with its signer, and re-verified against the keyring as surveillance
 // would), and what the displays show of the void. Then a key made in the
-// browser is refused until it is enrolled (`tablectl enrol`'s EnrolFile)
-// in the running table's keyring, which the table reloads: the next
-// commands signed with it are accepted, no restart.
+// browser is refused until it is enrolled: the console shows an enrolment
+// request signed with the new key; enrolled on the table box itself
+// (`tablectl enrol`'s EnrolFile, unsigned) the running table refuses the
+// keyring and records why; signed by the security officer (`tablectl
+// keyring sign`), the table reloads it and records it with the key added:
+// the next commands signed with it are accepted, no restart.
 
 import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -226,10 +230,13 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if txt := pit.Text("#pc-log li"); !strings.Contains(txt, signedcmd.CodeUnknownKey) {
 		t.Errorf("a key not in the keyring: %q", txt)
 	}
+	// The enrolment request on the page: ann's key, signed with it.
+	pit.WaitFor("the enrolment request", `document.getElementById('pc-enrol-request').textContent.includes('"sig"')`, `(document.querySelector('.pc-enrol') || {}).innerText`)
 	pit.SaveScreenshot(shots, "pit-console", false)
-	pubKey, err := signedcmd.ParsePublicKey(ann.Pub)
-	if err != nil {
-		t.Fatal(err)
+	reqText := pit.Text("#pc-enrol-request")
+	req, pubKey, err := signedcmd.ParseRequest([]byte(reqText))
+	if err != nil || req.Name != "ann" || req.Table != "DEMO" || base64.StdEncoding.EncodeToString(pubKey) != ann.Pub {
+		t.Fatalf("the console's enrolment request %+v: %v\n%s", req, err, reqText)
 	}
 	now := time.Now().UTC()
 	enrolment := signedcmd.Enrolment{Name: "ann", PublicKey: pubKey, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}
@@ -257,9 +264,23 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if v, err := ver.Verify([]byte(ann.Wire)); err != nil || v.Command.Supervisor != "ann" || v.Command.Reason != "signed by a browser key: ü <&> \"quoted\"\n" {
 		t.Errorf("the table's verifier on a command signed in the browser with an enrolled key: %+v, %v\n%s", v.Command, err, ann.Wire)
 	}
-	// Enrolled in the running demo's keyring (tablectl enrol): the table
-	// reloads it and takes ann's commands, no restart.
+	// Enrolled in the running demo's keyring on the box (tablectl enrol):
+	// unsigned, the table refuses it, and ann is still unknown.
 	if err := signedcmd.EnrolFile(info.Keyring, enrolment); err != nil {
+		t.Fatal(err)
+	}
+	waitRow(t, info.Trail, signedcmd.KindKeyringRefused, "the table's refusal of the unsigned keyring")
+	consoleSend(t, pit, coup.ActionSuspend, map[string]string{"reason": "enrolled on the box"}, "refused")
+	if txt := pit.Text("#pc-log li"); !strings.Contains(txt, signedcmd.CodeUnknownKey) {
+		t.Errorf("ann after an unsigned enrolment: %q", txt)
+	}
+	// The officer signs it: the table reloads it and takes ann's
+	// commands, no restart.
+	officer, err := audit.LoadPrivateKey(info.Officer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signedcmd.SignKeyringFile(info.Keyring, "", officer, 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(demoBrowserWait)
@@ -308,6 +329,33 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every keyring the table loaded is in the trail: at start (the demo
+	// supervisor), the one refused and why, and the reload that added ann,
+	// signed by the officer.
+	var loaded []signedcmd.KeyringBody
+	var refusedWhy []string
+	for rec, err := range r.Events(ctx, audit.Query{Kinds: []string{signedcmd.KindKeyring, signedcmd.KindKeyringRefused}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == signedcmd.KindKeyringRefused {
+			var b signedcmd.KeyringRefusedBody
+			json.Unmarshal(rec.Body, &b)
+			refusedWhy = append(refusedWhy, b.Error)
+			continue
+		}
+		var b signedcmd.KeyringBody
+		json.Unmarshal(rec.Body, &b)
+		loaded = append(loaded, b)
+	}
+	officerID := audit.KeyID(officer.Public().(ed25519.PublicKey))
+	if len(loaded) != 2 || loaded[0].Reason != signedcmd.KeyringAtStart || loaded[1].Reason != signedcmd.KeyringReloaded ||
+		len(loaded[1].Added) != 1 || loaded[1].Added[0].Name != "ann" || loaded[1].Authority != officerID || loaded[1].SHA256 != demoKeys.Meta().Hash {
+		t.Errorf("keyring rows: %+v", loaded)
+	}
+	if len(refusedWhy) == 0 || !strings.Contains(refusedWhy[0], "not signed") {
+		t.Errorf("refused keyring rows: %q", refusedWhy)
+	}
 	checked, forged, err := signedcmd.CheckTrail(r.Events(ctx, audit.Query{}), "DEMO", demoKeys)
 	if err != nil || len(forged) > 0 || checked < 5 {
 		t.Errorf("recorded commands: %d checked, forged %+v, %v", checked, forged, err)
@@ -333,5 +381,31 @@ func TestPitConsoleBrowser(t *testing.T) {
 		if !found[e.ID] {
 			t.Errorf("command %s (%s) is not in the trail", e.ID, e.Text)
 		}
+	}
+}
+
+// waitRow waits until the trail at path holds a row of kind.
+func waitRow(t *testing.T, path, kind, what string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(demoBrowserWait)
+	for {
+		rd, err := audit.OpenReader(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, err := range rd.Events(ctx, audit.Query{Kinds: []string{kind}}) {
+			found = err == nil
+			break
+		}
+		rd.Close()
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no %s row in %s", what, kind, demoBrowserWait)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -225,9 +226,17 @@ func TestSelfCheckHealthAndMetrics(t *testing.T) {
 	if !pit.Suspended || len(pit.Alerts) != 1 || pit.Alerts[0].Kind != coup.AlertSelfCheck || pit.Alerts[0].Needs != coup.NeedsSelfCheck {
 		t.Fatalf("pit view %+v", pit)
 	}
-	cm, err := ctl.rec.Submit(ctx, coup.Input{Kind: coup.InCmd, Command: &coup.Command{ID: "r1", Action: coup.ActionResume, By: "alice"}})
-	if err != nil || len(cm.Events) != 1 || cm.Events[0].Kind != coup.EvCommandRefused {
-		t.Fatalf("resume: %v %+v", err, cm.Events)
+	// No command changes the game, each refused with the reason; a
+	// suspension is still taken.
+	for i, action := range []string{coup.ActionResume, coup.ActionShoeStart, coup.ActionDealerIn, coup.ActionVoid} {
+		cm, err := ctl.rec.Submit(ctx, coup.Input{Kind: coup.InCmd, Command: &coup.Command{ID: fmt.Sprint("r", i), Action: action, By: "alice", Dealer: "d-1"}})
+		if err != nil || len(cm.Events) != 1 || cm.Events[0].Kind != coup.EvCommandRefused || !strings.Contains(cm.Events[0].Reason, "self-check") {
+			t.Fatalf("%s: %v %+v", action, err, cm.Events)
+		}
+	}
+	cm, err := ctl.rec.Submit(ctx, coup.Input{Kind: coup.InCmd, Command: &coup.Command{ID: "s1", Action: coup.ActionSuspend, By: "alice"}})
+	if err != nil || len(cm.Events) == 0 || cm.Events[0].Kind != coup.EvCommandDone {
+		t.Fatalf("suspend: %v %+v", err, cm.Events)
 	}
 }
 

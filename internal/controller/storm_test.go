@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -102,9 +101,7 @@ func startStormTable(t *testing.T, m *MQTTSection) *stormTable {
 		t.Fatal(err)
 	}
 	m.Keyring = filepath.Join(dir, "supervisors.json")
-	if err := os.WriteFile(m.Keyring, []byte(`{"keys":[`+string(entry)+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, m.KeyringAuthority = writeSignedKeyring(t, m.Keyring, entry)
 	m.Prefix = mqtttest.Prefix(t)
 	const table = stormTableID
 	if err := m.Complete(table, ""); err != nil {

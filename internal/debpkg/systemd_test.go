@@ -126,8 +126,8 @@ func TestPackagedInstallSystemd(t *testing.T) {
 	// The operator's set-up: the box's keys and passwords, Mosquitto's
 	// snippet with the table's certificate, the shoe's port.
 	t.Logf("tablectl init:\n%s", sh("tablectl init --supervisor alice.martin"))
-	if out := sh("stat -c '%U:%G %a %n' /etc/tablectl/keys/checkpoint.key /etc/tablectl/mqtt.password /etc/tablectl/supervisors.json /etc/mosquitto/tablectl.passwd /root/tablectl-handoff/alice.martin.key"); out !=
-		"root:tablectl 640 /etc/tablectl/keys/checkpoint.key\nroot:tablectl 640 /etc/tablectl/mqtt.password\nroot:tablectl 640 /etc/tablectl/supervisors.json\nmosquitto:mosquitto 600 /etc/mosquitto/tablectl.passwd\nroot:root 600 /root/tablectl-handoff/alice.martin.key\n" {
+	if out := sh("stat -c '%U:%G %a %n' /etc/tablectl/keys/checkpoint.key /etc/tablectl/mqtt.password /etc/tablectl/supervisors.json /etc/tablectl/keys/officer.pub /etc/mosquitto/tablectl.passwd /root/tablectl-handoff/alice.martin.key /root/tablectl-handoff/officer.key"); out !=
+		"root:tablectl 640 /etc/tablectl/keys/checkpoint.key\nroot:tablectl 640 /etc/tablectl/mqtt.password\nroot:tablectl 640 /etc/tablectl/supervisors.json\nroot:tablectl 640 /etc/tablectl/keys/officer.pub\nmosquitto:mosquitto 600 /etc/mosquitto/tablectl.passwd\nroot:root 600 /root/tablectl-handoff/alice.martin.key\nroot:root 600 /root/tablectl-handoff/officer.key\n" {
 		t.Errorf("init's owners and modes:\n%s", out)
 	}
 	// The same certificate for the web display's HTTPS (http.cert_file).

@@ -34,6 +34,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/freeport"
@@ -100,7 +101,10 @@ type Floor struct {
 	Registry *floor.Registry
 	Tables   []*Table
 	key      ed25519.PrivateKey
-	log      *slog.Logger
+	// authority is the floor's security officer's public key file, every
+	// table's mqtt.keyring_authority.
+	authority string
+	log       *slog.Logger
 
 	mu              sync.Mutex
 	witnesses       []*witnessRun
@@ -175,6 +179,10 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 	_, f.key, _ = ed25519.GenerateKey(nil)
 	keyring, _ := json.Marshal(map[string]any{"keys": []map[string]any{{"name": WitnessKeyName,
 		"public_key": base64.StdEncoding.EncodeToString(f.key.Public().(ed25519.PublicKey)), "actions": []string{"resync"}}}})
+	// The floor's security officer signs the tables' keyring.
+	if keyring, f.authority, err = officerSigned(filepath.Join(o.Dir, "officer"), keyring); err != nil {
+		return nil, err
+	}
 	for i := range o.Tables {
 		t, err := f.newTable(ctx, i, keyring)
 		if err != nil {
@@ -388,6 +396,24 @@ func (f *Floor) Close() {
 	}
 }
 
+// officerSigned signs the keyring doc with the floor's security officer's
+// key, kept in dir (made on the first run), and returns it with the
+// officer's public key file.
+func officerSigned(dir string, doc []byte) ([]byte, string, error) {
+	priv, pub := filepath.Join(dir, command.AuthorityKeyFile), filepath.Join(dir, command.AuthorityPublicFile)
+	if _, err := os.Stat(priv); errors.Is(err, os.ErrNotExist) {
+		if priv, pub, err = command.GenerateAuthority(dir); err != nil {
+			return nil, "", err
+		}
+	}
+	key, err := audit.LoadPrivateKey(priv)
+	if err != nil {
+		return nil, "", err
+	}
+	signed, _, err := command.SignKeyring(doc, key, 0, time.Now())
+	return signed, pub, err
+}
+
 func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, error) {
 	id := fmt.Sprintf("FLOOR-%02d", i+1)
 	dir := filepath.Join(f.o.Dir, id)
@@ -444,7 +470,7 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 			"stop_bits": 1, "silent_after": "3s", "backoff_min": "50ms", "backoff_max": "1s"}},
 		"audit": map[string]any{"path": t.Trail, "checkpoint_key": t.PrivKey},
 		"mqtt": map[string]any{"broker": broker, "prefix": "tablectl/" + id,
-			"client_id": "tablectl-" + id, "keyring": filepath.Join(dir, "supervisors.json")},
+			"client_id": "tablectl-" + id, "keyring": filepath.Join(dir, "supervisors.json"), "keyring_authority": f.authority},
 	}
 	b, _ := json.MarshalIndent(conf, "", "  ")
 	if err := os.WriteFile(t.Config, b, 0o644); err != nil {

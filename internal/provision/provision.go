@@ -1,8 +1,9 @@
 // Package provision makes what a new table box needs before its controller
 // can start (`tablectl init`): the checkpoint key pair, the MQTT passwords
 // of the controller, the pit and the screens, Mosquitto's password file
-// and ACL for the table, the HTTP pit password, and a first supervisor's
-// key pair and keyring. Paths come from the controller's config file.
+// and ACL for the table, the HTTP pit password, the security officer's key
+// pair (when the box has no keyring authority yet), and a first
+// supervisor's key pair and keyring, signed with the officer's key. Paths come from the controller's config file.
 //
 // Policy: it never overwrites (a file that exists is kept and reported);
 // what the service reads is root-owned, mode 0640, group Options.Group, so
@@ -25,6 +26,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/tablectl/tablectl/audit"
 	signedcmd "github.com/tablectl/tablectl/command"
@@ -158,24 +160,16 @@ func Run(o Options) (Report, error) {
 		p.handoff(c.HTTP.PitPasswordFile, "the pit supervisors (user "+c.HTTP.PitUser+" at the web display's /pit)")
 	}
 
-	// The first supervisor.
-	if c.MQTT != nil && c.MQTT.Keyring != "" && !p.exists(c.MQTT.Keyring, "supervisors' keyring") {
-		priv, pub, entry, err := signedcmd.GenerateKey(o.Handoff, o.Supervisor)
+	// The security officer's key, which signs the keyring, and the first
+	// supervisor.
+	if c.MQTT != nil && c.MQTT.Keyring != "" {
+		officer, err := p.officer(c.MQTT.KeyringAuthority)
 		if err != nil {
-			return p.r, fmt.Errorf("supervisor key: %w", err)
-		}
-		var kr bytes.Buffer
-		fmt.Fprintf(&kr, "{\n  \"keys\": [\n    %s\n  ]\n}\n", bytes.TrimSpace(entry))
-		if _, err := signedcmd.ParseKeyring(kr.Bytes()); err != nil {
-			return p.r, fmt.Errorf("keyring: %w", err)
-		}
-		if err := p.write(c.MQTT.Keyring, kr.Bytes()); err != nil {
 			return p.r, err
 		}
-		p.made(c.MQTT.Keyring, "supervisors' keyring, with "+o.Supervisor+" (every action)")
-		p.made(priv, "supervisor "+o.Supervisor+"'s private key")
-		p.handoff(priv, o.Supervisor+" alone (it signs their commands); then delete it here")
-		p.made(pub, "supervisor "+o.Supervisor+"'s public key")
+		if err := p.firstSupervisor(c.MQTT.Keyring, officer); err != nil {
+			return p.r, err
+		}
 	}
 
 	if h := c.HTTP; h.CertFile != "" {
@@ -227,6 +221,74 @@ type run struct {
 	o   Options
 	r   Report
 	gid int
+}
+
+// officer makes the security officer's key pair when the authority's
+// public key (mqtt.keyring_authority) is missing: the public half there,
+// the private half to the handoff folder, for the officer alone. It
+// returns the private key when this run made it ("" when the authority
+// was there already: the officer holds the key, off the box).
+func (p *run) officer(authority string) (string, error) {
+	if authority == "" || p.exists(authority, "keyring authority (the security officer's public key)") {
+		return "", nil
+	}
+	priv, pub, err := signedcmd.GenerateAuthority(p.o.Handoff)
+	if err != nil {
+		return "", fmt.Errorf("the security officer's key: %w", err)
+	}
+	b, err := os.ReadFile(pub)
+	if err != nil {
+		return "", err
+	}
+	if err := p.write(authority, b); err != nil {
+		return "", err
+	}
+	p.made(authority, "keyring authority (the security officer's public key): the controller takes only a keyring it signed")
+	p.made(priv, "the security officer's private key (signs the supervisors' keyring)")
+	p.handoff(priv, "the security officer alone, kept off every table box (tablectl keyring sign); then delete it here")
+	return priv, nil
+}
+
+// firstSupervisor makes the keyring with a first supervisor's key (when
+// the keyring is missing), signed with officer; without it (the officer
+// holds the key off the box) the keyring is a draft, and the officer signs
+// it before the table starts.
+func (p *run) firstSupervisor(keyring, officer string) error {
+	if p.exists(keyring, "supervisors' keyring") {
+		return nil
+	}
+	name := p.o.Supervisor
+	priv, pub, entry, err := signedcmd.GenerateKey(p.o.Handoff, name)
+	if err != nil {
+		return fmt.Errorf("supervisor key: %w", err)
+	}
+	var kr bytes.Buffer
+	fmt.Fprintf(&kr, "{\n  \"keys\": [\n    %s\n  ]\n}\n", bytes.TrimSpace(entry))
+	doc := kr.Bytes()
+	if officer != "" {
+		key, err := audit.LoadPrivateKey(officer)
+		if err != nil {
+			return err
+		}
+		if doc, _, err = signedcmd.SignKeyring(doc, key, 0, time.Now()); err != nil {
+			return fmt.Errorf("keyring: %w", err)
+		}
+	} else if _, err := signedcmd.ParseKeyring(doc); err != nil {
+		return fmt.Errorf("keyring: %w", err)
+	}
+	if err := p.write(keyring, doc); err != nil {
+		return err
+	}
+	if officer != "" {
+		p.made(keyring, "supervisors' keyring, with "+name+" (every action), signed by the security officer's key")
+	} else {
+		p.made(keyring, "supervisors' keyring, with "+name+" (every action), UNSIGNED")
+		p.r.Next = append(p.r.Next, fmt.Sprintf("the keyring %s is a draft: the security officer signs it (tablectl keyring sign --keyring FILE --key officer.key) and it is installed back before the table starts; the controller refuses it until then", keyring))
+	}
+	p.made(priv, "supervisor "+name+"'s private key")
+	p.handoff(priv, name+" alone (it signs their commands); then delete it here")
+	p.made(pub, "supervisor "+name+"'s public key")
+	return nil
 }
 
 func pubPath(key string) string {

@@ -2,11 +2,14 @@ package provision
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablectl/tablectl/internal/supervisor"
 
@@ -57,6 +60,8 @@ func TestRun(t *testing.T) {
 		etc + "/keys/checkpoint.pub":              0o644,
 		etc + "/mqtt.password":                    0o640,
 		etc + "/supervisors.json":                 0o640,
+		etc + "/keys/officer.pub":                 0o640,
+		o.Handoff + "/officer.key":                0o600,
 		o.Handoff + "/alice.martin.key":           0o600,
 		etc + "/display-1.password":               0o640,
 		etc + "/pit-BAC-07.password":              0o640,
@@ -77,7 +82,13 @@ func TestRun(t *testing.T) {
 	if _, err := audit.LoadPrivateKey(etc + "/keys/checkpoint.key"); err != nil {
 		t.Error(err)
 	}
-	if kr, err := signedcmd.LoadKeyring(etc + "/supervisors.json"); err != nil || len(kr.Lookup("alice.martin")) != 1 {
+	// The keyring is signed by the officer's key, whose public half is
+	// the box's authority and whose private half is handed off.
+	auth, err := signedcmd.LoadAuthorities(etc + "/keys/officer.pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kr, _, err := signedcmd.LoadSignedKeyring(etc+"/supervisors.json", auth); err != nil || len(kr.Lookup("alice.martin")) != 1 {
 		t.Errorf("keyring: %v", err)
 	}
 	// The supervisors' commands on the box find the broker, the table and
@@ -86,6 +97,11 @@ func TestRun(t *testing.T) {
 	if err != nil || cc.Broker != "tcp://127.0.0.1:1883" || cc.Table != "BAC-07" || cc.Prefix != "tablectl/BAC-07" ||
 		cc.Username != "supervisor-BAC-07" || cc.PasswordFile != o.Handoff+"/supervisor-BAC-07.password" {
 		t.Errorf("client config %+v: %v", cc, err)
+	}
+	if !slices.ContainsFunc(r.Handoff, func(h Handoff) bool {
+		return h.Path == o.Handoff+"/officer.key" && strings.Contains(h.To, "security officer")
+	}) {
+		t.Errorf("the officer's key is not handed off: %+v", r.Handoff)
 	}
 	var out bytes.Buffer
 	r.Print(&out)
@@ -174,4 +190,55 @@ func TestRunRefuses(t *testing.T) {
 	if _, err := Run(o); err == nil {
 		t.Error("a bad supervisor name accepted")
 	}
+}
+
+// TestRunOfficerOffBox: the officer made the key off the box and the
+// authority's public half is installed: init makes no officer key, leaves
+// the keyring a draft the controller refuses, and says the officer signs it.
+func TestRunOfficerOffBox(t *testing.T) {
+	o, dir := box(t)
+	etc := filepath.Join(dir, "etc")
+	off := t.TempDir()
+	_, pub, err := signedcmd.GenerateAuthority(off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(pub)
+	os.MkdirAll(etc+"/keys", 0o750)
+	if err := os.WriteFile(etc+"/keys/officer.pub", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(o.Handoff + "/officer.key"); err == nil {
+		t.Error("an officer key was made with the authority already there")
+	}
+	kr, err := signedcmd.LoadKeyring(etc + "/supervisors.json")
+	if err != nil || kr.Meta().Signature != nil || len(kr.Lookup("alice.martin")) != 1 {
+		t.Fatalf("keyring: %+v %v", kr.Meta(), err)
+	}
+	if !slices.ContainsFunc(r.Next, func(s string) bool { return strings.Contains(s, "tablectl keyring sign") }) {
+		t.Errorf("next steps: %v", r.Next)
+	}
+	auth, _ := signedcmd.LoadAuthorities(etc + "/keys/officer.pub")
+	if _, err := kr.VerifySignature(auth); err == nil {
+		t.Error("the draft verifies")
+	}
+	if _, err := signedcmd.SignKeyringFile(etc+"/supervisors.json", "", mustKey(t, off+"/officer.key"), 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := signedcmd.LoadSignedKeyring(etc+"/supervisors.json", auth); err != nil {
+		t.Errorf("signed by the officer: %v", err)
+	}
+}
+
+func mustKey(t *testing.T, path string) ed25519.PrivateKey {
+	t.Helper()
+	k, err := audit.LoadPrivateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
