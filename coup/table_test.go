@@ -531,7 +531,7 @@ func TestCutCardRules(t *testing.T) {
 func TestBettingTimerAndGameServer(t *testing.T) {
 	h := newHarness(t, func(c *TableConfig) { c.BettingTime = 15 * time.Second; c.Reveal = RevealImmediate })
 	h.btn(ButtonNewShoe)
-	h.cards("KS,AC,2C,3C,4C,5C,6C,7C,8C,9C,TC")
+	h.cards("KS,AC,7D,3H,9C,5S,2D,8H,4C,6S,QD")
 	h.expect(h.btn(ButtonBurnDone), "burn_done betting_opened")
 	if d, ok := h.tab.Deadline(); !ok || !d.Equal(h.now.Add(15*time.Second)) {
 		t.Fatalf("deadline %v %v", d, ok)
