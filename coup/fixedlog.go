@@ -13,11 +13,13 @@ const logOne = 1 << 16
 
 // log2Mant[i] is log2(1 + i/4096) in units of 1/65536 bit, rounded down,
 // computed by repeated squaring in integers so every machine gets the same
-// table.
-var log2Mant [4096]uint16
+// table. (A variable's initializer, not init: the thresholds computed
+// from it are variables too, and Go initializes variables before any
+// init function runs.)
+var log2Mant = mantissaLogs()
 
-func init() {
-	for i := range log2Mant {
+func mantissaLogs() (t [4096]uint16) {
+	for i := range t {
 		y := uint64(4096+i) << 50 // 1 + i/4096 with 62 bits after the point
 		var r uint32
 		for range 18 {
@@ -29,8 +31,9 @@ func init() {
 				r |= 1
 			}
 		}
-		log2Mant[i] = uint16(r >> 2) // 18 bits computed, 16 kept: the error stays below one unit
+		t[i] = uint16(r >> 2) // 18 bits computed, 16 kept: the error stays below one unit
 	}
+	return t
 }
 
 // log2Floor is log2(n) in units of 1/65536 bit, never above the true

@@ -325,20 +325,32 @@ func (w *RunWatch) find(x *PrintIndex, shoe []uint8, self int, key uint32, back 
 		p := x.prints[pr]
 		r := activeRun{print: int32(pr), back: back}
 		// How far back the run reaches: the shoe's cards before these
-		// three against the print's before (forwards) or after them.
-		t := 0
-		if back {
-			for i-3-t >= 0 && j+3+t < len(p) && shoe[i-3-t] < CardCount && shoe[i-3-t] == p[j+3+t] {
-				t++
+		// three against the print's before (forwards) or after them,
+		// unread cards passed over and not counted.
+		span, matched := 0, 0
+		for i-3-span >= 0 {
+			q := j - 1 - span
+			if back {
+				q = j + 3 + span
 			}
-			r.next, r.at = int16(j-1), int16(j+2+t)
-		} else {
-			for i-3-t >= 0 && j-1-t >= 0 && shoe[i-3-t] < CardCount && shoe[i-3-t] == p[j-1-t] {
-				t++
+			c := shoe[i-3-span]
+			if q < 0 || q >= len(p) || c != PrintUnread && c != p[q] {
+				break
 			}
-			r.next, r.at = int16(j+3), int16(j-t)
+			span++
+			if c != PrintUnread {
+				matched++
+			}
 		}
-		r.len, r.from = int16(printGram+t), int16(i-2-t)
+		for span > 0 && shoe[i-2-span] == PrintUnread {
+			span-- // a run starts with a card
+		}
+		if back {
+			r.next, r.at = int16(j-1), int16(j+2+span)
+		} else {
+			r.next, r.at = int16(j+3), int16(j-span)
+		}
+		r.len, r.from = int16(printGram+matched), int16(i-2-span)
 		w.add(r)
 	}
 }

@@ -395,10 +395,11 @@ func (w *shoeWatch) orderWhy(k int) string {
 
 func (w *shoeWatch) repeatWhy(r Run) string {
 	before := len(w.mem.ids) - slices.Index(w.mem.ids, r.Print)
-	first, last := r.At+1, r.At+r.Len
+	span := int(w.n) - r.From // the run's cards, unread ones too
+	first, last := r.At+1, r.At+span
 	how := "in the same order"
 	if r.Backwards {
-		first, last = r.At+1, r.At-r.Len+2
+		last = r.At - span + 2
 		how = "in reverse order (its discards put back as they lay)"
 	}
 	shoe := "the shoe before this one"
@@ -406,7 +407,7 @@ func (w *shoeWatch) repeatWhy(r Run) string {
 		shoe = fmt.Sprintf("the shoe %d before this one", before)
 	}
 	return fmt.Sprintf("cards %d to %d repeat %d cards in a row of %s, its cards %d to %d %s (a shuffled shoe does so less than once in 5 million shoes)",
-		r.From+1, r.From+r.Len, r.Len, shoe, first, last, how)
+		r.From+1, w.n, r.Len, shoe, first, last, how)
 }
 
 // ShuffleCheck is the table's shuffle check (the current rules) on its
