@@ -388,7 +388,11 @@ func (w *shoeWatch) orderWhy(k int) string {
 		for ; p > 1; p /= 2 {
 			riffles++
 		}
-		like = fmt.Sprintf("in suit and rank along %d interleaved piles, as in new decks riffled %d time%s", orderModels[k].piles, riffles, map[bool]string{true: "s"}[riffles > 1])
+		times := "once"
+		if riffles > 1 {
+			times = fmt.Sprintf("%d times", riffles)
+		}
+		like = fmt.Sprintf("in suit and rank along %d interleaved piles, as in new decks riffled %s", orderModels[k].piles, times)
 	}
 	return fmt.Sprintf("cards %d to %d come %s (a shuffled shoe does so less than once in 5 million shoes)", w.start[k], w.n, like)
 }

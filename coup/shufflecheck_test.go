@@ -343,7 +343,7 @@ func TestShuffleCheckSigns(t *testing.T) {
 			riffled, b = append(riffled, b[0]), b[1:]
 		}
 	}
-	if n, why := dealCheck(&c, riffled); n == 0 || n > 40 || !strings.Contains(why, "riffled 1 time") {
+	if n, why := dealCheck(&c, riffled); n == 0 || n > 40 || !strings.Contains(why, "riffled once") {
 		t.Errorf("one riffle of new decks: alarm at card %d: %q", n, why)
 	}
 }
