@@ -18,18 +18,22 @@ import (
 //     re-used at any cut, its discards put back in order or in reverse,
 //     its undealt cards on top or below. Bound: RepeatFalseAlarm, under
 //     2e-7 a shoe.
-//   - ordered: cards that continue a suit sorted by rank, up or down (the
-//     order of every maker's new decks), from one of the last cards
-//     (piles = 1: a new deck) or from the heads of 2, 4, 8 or 16 piles
-//     interleaved (new decks given 1 to 4 riffles). Each of the five is a
-//     CUSUM of the log-likelihood ratio of "each card continues one of
-//     the piles with probability 1/2" against a fair shuffle, where the
-//     fair chance of each card is exact: what is left of it in the shoe
-//     over the cards left. Under a fair shuffle the ratio's product from
-//     any card on is a martingale of mean 1, so it reaches 2^h from a
-//     given card with probability at most 2^-h (Ville), and an alarm
-//     anywhere in the shoe, for any of the five, at most
-//     5 × MaxPrint × 2^-h: h is set so that this is 2e-7.
+//   - ordered: cards that continue the order of new decks (every maker
+//     sorts each suit by rank, up or down), in one of eight statistics
+//     (orderModels): continuing the card before (new-deck order), or the
+//     last card of one of 2, 4, 8 or 16 interleaved piles (1 to 4
+//     riffles), or sharing the suit of the last 8 or 24 cards (washes,
+//     strips) or the rank of the last 6 (decks sorted by rank). Each is a
+//     CUSUM of the log-likelihood ratio of "with probability 1/2 the card
+//     continues the order" against a fair shuffle, where the fair chance
+//     of each card is exact: what is left of it in the shoe over the
+//     cards left. Under a fair shuffle the ratio's product from any card
+//     on is a martingale of mean 1, so it reaches 2^h from a given card
+//     with probability at most 2^-h (Ville), and an alarm anywhere in the
+//     shoe, for any of the eight, at most 8 × MaxPrint × 2^-h: h is set
+//     so that this is 2e-7. The logarithms are integers rounded down
+//     (fixedlog.go): the bound holds, and replay is the same on every
+//     machine.
 //
 // In all under 4e-7 a shoe: one false alarm in more than 2.5 million
 // shoes, whatever the shoes before were. Each sign raises its alarm at
@@ -42,7 +46,7 @@ const (
 	// RepeatRunLen is the run of cards repeating an earlier shoe that
 	// raises the alarm: the shortest whose RepeatFalseAlarm against
 	// ShoeMemory full 8-deck shoes is under repeatAlpha
-	// (TestRepeatRunLen).
+	// (TestFalseAlarmBudgets).
 	RepeatRunLen = 8
 	repeatAlpha  = 2e-7
 	// orderAlphaInverse is one over the ordered sign's false-alarm budget

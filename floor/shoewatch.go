@@ -29,7 +29,7 @@ import (
 // The prints are kept in the floor's database (shoe_prints, one row a
 // shoe) so that a witness that starts, or takes over a table from
 // another, carries on; each witness holds every print of the last
-// ShoeKeep in memory, a few hundred bytes a shoe.
+// ShoeKeep in memory, about 2 KB a shoe with its keys.
 
 // AlertShuffleSuspect is raised when a table deals a run of cards another
 // shoe of the floor dealt (or this table's, before): not tamper, a shoe

@@ -237,7 +237,7 @@ func shuffleCases() []shuffleCaseDef {
 			return withFair(r, wash(r, newDecks(r.IntN(deckOrders), 8), sd))
 		})
 	}
-	cs = append(cs, shuffleCaseDef{group: "repeat", name: "the shoe before's discards given one riffle", make: reused(1, func(r *rand.Rand, dealt, undealt []coup.Card) ([]coup.Card, []int) {
+	cs = append(cs, shuffleCaseDef{group: "repeat, after a weak shuffle", name: "the shoe before's discards given one riffle", make: reused(1, func(r *rand.Rand, dealt, undealt []coup.Card) ([]coup.Card, []int) {
 		return append(riffle(r, dealt), undealt...), []int{0}
 	})})
 	for k := 1; k <= 7; k++ {
