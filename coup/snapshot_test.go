@@ -226,6 +226,11 @@ func TestSnapshotFieldsVary(t *testing.T) {
 					seen[k] = true
 				}
 			}
+			// A table of the rules before writes the snapshot it always
+			// did: trails recorded then replay to the same bytes.
+			if _, ok := m["watch"]; ok && tc.rules < RulesShoePrint {
+				t.Fatalf("rules %d: the snapshot carries the check of rules 2", tc.rules)
+			}
 			for _, part := range []string{"shuffle", "watch"} {
 				var sh map[string]json.RawMessage
 				json.Unmarshal(m[part], &sh)
