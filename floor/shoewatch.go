@@ -185,8 +185,9 @@ func (w *shoeWatch) row(ctx context.Context, ts *tableShoe, row *Row, store Stor
 	}
 	var alerts []Alert
 	if ts.p == nil || row.Shoe > ts.p.key.shoe {
-		// A new shoe: its alert, if any, is the last shoe's.
-		if ts.p != nil && ts.raised {
+		// A new shoe: the table's alert, if any, was the last shoe's
+		// (raised by this witness or another, before a restart).
+		if ts.p != nil {
 			a, err := store.resolve(ctx, ts.p.key.table, AlertShuffleSuspect, now.UTC())
 			if err != nil {
 				w.log.Warn("shuffle alert not resolved", "table", ts.p.key.table, "err", err)
