@@ -188,15 +188,8 @@ func restoreWatch(s *snapWatch) (shoeWatch, error) {
 	if err != nil || len(p) != int(s.N) {
 		return w, fmt.Errorf("shuffle check's print of %d cards: %d read (%v)", s.N, len(p), err)
 	}
-	if len(s.Heads) != orderModelCount {
-		return w, fmt.Errorf("shuffle check's piles of %d models, want %d", len(s.Heads), orderModelCount)
-	}
-	for k, t := range s.Heads {
-		h, err := ParsePrint(t)
-		if err != nil || len(h) != maxPiles {
-			return w, fmt.Errorf("shuffle check's piles: %d read, want %d (%v)", len(h), maxPiles, err)
-		}
-		copy(w.heads[k][:], h)
+	if err := restoreHeads(&w, s.Heads); err != nil {
+		return w, err
 	}
 	left := 0
 	for _, c := range s.Counts {
@@ -208,31 +201,60 @@ func restoreWatch(s *snapWatch) (shoeWatch, error) {
 	if left != int(s.Left) {
 		return w, fmt.Errorf("shuffle check: %d cards left, the counts say %d", s.Left, left)
 	}
-	if len(s.Mem) > ShoeMemory {
-		return w, fmt.Errorf("shuffle check remembers %d shoes, at most %d", len(s.Mem), ShoeMemory)
+	if w.mem, err = restoreMemory(s.Mem); err != nil {
+		return w, err
 	}
-	if len(s.Mem) > 0 {
-		prints := make([][]uint8, len(s.Mem))
-		for i, m := range s.Mem {
-			if prints[i], err = ParsePrint(m); err != nil {
-				return w, fmt.Errorf("shuffle check's shoe %d: %w", i+1, err)
-			}
-		}
-		w.mem = (&shoeMemory{}).remember(prints, false)
+	if err := restoreRuns(&w, s.Runs, len(s.Mem)); err != nil {
+		return w, err
 	}
-	if s.Runs.N != len(s.Runs.Runs) || s.Runs.N > maxRuns {
-		return w, fmt.Errorf("shuffle check follows %d runs (%d given, at most %d)", s.Runs.N, len(s.Runs.Runs), maxRuns)
-	}
-	for i, r := range s.Runs.Runs {
-		if r.Print < 0 || int(r.Print) >= len(s.Mem) || r.Next < -1 || r.Next > MaxPrint || r.Len < 0 || r.From < 0 || r.At < 0 {
-			return w, fmt.Errorf("shuffle check's run %d: %+v", i+1, r)
-		}
-		w.runs.runs[i] = activeRun{print: r.Print, next: r.Next, len: r.Len, from: r.From, at: r.At, back: r.Back}
-	}
-	w.runs.n = s.Runs.N
 	w.decks, w.n, w.counts, w.left, w.dirs, w.score, w.start, w.raised = s.Decks, s.N, s.Counts, s.Left, s.Dirs, s.Score, s.Start, s.Raised
 	copy(w.print[:], p)
 	return w, nil
+}
+
+func restoreHeads(w *shoeWatch, heads []string) error {
+	if len(heads) != orderModelCount {
+		return fmt.Errorf("shuffle check's piles of %d models, want %d", len(heads), orderModelCount)
+	}
+	for k, t := range heads {
+		h, err := ParsePrint(t)
+		if err != nil || len(h) != maxPiles {
+			return fmt.Errorf("shuffle check's piles: %d read, want %d (%v)", len(h), maxPiles, err)
+		}
+		copy(w.heads[k][:], h)
+	}
+	return nil
+}
+
+func restoreMemory(mem []string) (*shoeMemory, error) {
+	if len(mem) > ShoeMemory {
+		return nil, fmt.Errorf("shuffle check remembers %d shoes, at most %d", len(mem), ShoeMemory)
+	}
+	if len(mem) == 0 {
+		return nil, nil
+	}
+	prints := make([][]uint8, len(mem))
+	for i, m := range mem {
+		var err error
+		if prints[i], err = ParsePrint(m); err != nil {
+			return nil, fmt.Errorf("shuffle check's shoe %d: %w", i+1, err)
+		}
+	}
+	return (&shoeMemory{}).remember(prints, false), nil
+}
+
+func restoreRuns(w *shoeWatch, s snapRunWatch, prints int) error {
+	if s.N != len(s.Runs) || s.N > maxRuns {
+		return fmt.Errorf("shuffle check follows %d runs (%d given, at most %d)", s.N, len(s.Runs), maxRuns)
+	}
+	for i, r := range s.Runs {
+		if r.Print < 0 || int(r.Print) >= prints || r.Next < -1 || r.Next > MaxPrint || r.Len < 0 || r.From < 0 || r.At < 0 {
+			return fmt.Errorf("shuffle check's run %d: %+v", i+1, r)
+		}
+		w.runs.runs[i] = activeRun{print: r.Print, next: r.Next, len: r.Len, from: r.From, at: r.At, back: r.Back}
+	}
+	w.runs.n = s.N
+	return nil
 }
 
 // cardCode writes a card, valid or zero, as one number.

@@ -63,12 +63,11 @@ func TestSnapshotCarriesEveryField(t *testing.T) {
 	}
 }
 
-// randomPlay drives a table through whole shoes and through random inputs
+// randomPlayRules drives a table, under a rules version, through whole shoes and through random inputs
 // (misdeals, unreadable cards, commands, link changes, ticks), so that
 // every field of the table takes values other than its first.
-func randomPlay(t *testing.T, seed uint64) *harness { return randomPlayRules(t, seed, CurrentRules) }
-
-// randomPlayRules is randomPlay under a rules version. Under
+//
+// Under
 // RulesShoePrint it ends with a shoe that repeats the first one's cards,
 // so that the shuffle check follows runs and raises its alarm.
 func randomPlayRules(t *testing.T, seed uint64, rules int) *harness {
