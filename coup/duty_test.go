@@ -108,8 +108,7 @@ func TestRecallWhileSuspended(t *testing.T) {
 		if i > 0 {
 			h.btn(ButtonNoMoreBets)
 		}
-		s := string("SHDC"[i%4])
-		h.cards("9" + s + ",7" + s + ",K" + s + ",Q" + s)
+		h.cards(naturalCoup(i))
 	}
 	before := h.tab.Recall()
 	for _, suspend := range []func(){

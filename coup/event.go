@@ -42,12 +42,13 @@ const (
 	AlertUnreadableCard  AlertKind = "unreadable_card"         // the shoe could not read a card
 	AlertImpossibleCard  AlertKind = "impossible_card"         // a card the shoe cannot hold
 	AlertSequenceGap     AlertKind = "sequence_gap"            // shoe sentences were missed
+	AlertSequenceReused  AlertKind = "sequence_reused"         // a shoe sentence reused the number of the one before with other content
 	AlertShoeOffline     AlertKind = "shoe_offline"            // the shoe link dropped mid-coup
 	AlertShoeRestarted   AlertKind = "shoe_restarted"          // the shoe rebooted mid-coup
 	AlertWrongBurn       AlertKind = "wrong_burn"              // burn done before (or after) the required count
 	AlertAuditFailed     AlertKind = "audit_write_failed"      // the trail could not be written
 	AlertTrailTampered   AlertKind = "trail_tampered"          // the trail holds rows the controller did not write
-	AlertShuffleSuspect  AlertKind = "shuffle_suspect"         // a shoe's first cards look unshuffled
+	AlertShuffleSuspect  AlertKind = "shuffle_suspect"         // the shoe looks unshuffled or re-used
 	AlertCoupIncomplete  AlertKind = "coup_incomplete"         // the dealer moved on while the tableau wanted a card
 	AlertShoeProtocol    AlertKind = "shoe_protocol_version"   // the shoe speaks a protocol version the driver does not
 	AlertSelfCheck       AlertKind = "self_check_failed"       // the program or config differs from the signed manifest

@@ -144,6 +144,12 @@ type Rejected struct {
 // the driver does not speak.
 const ReasonVersion = "version"
 
+// ReasonSeqReused is the rejection of a shoe sentence that carries the
+// sequence number of the sentence before it with other content (the
+// reader delivers it all the same: a card it names may have left the
+// shoe).
+const ReasonSeqReused = "reused"
+
 // Command actions.
 const (
 	ActionVoid       = "void"

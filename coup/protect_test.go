@@ -2,6 +2,7 @@ package coup
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -140,43 +141,131 @@ func TestInputsJudgedAtTheirTime(t *testing.T) {
 }
 
 // TestShuffleSuspect: a shoe dealt in new-deck order is caught within its
-// first 12 cards; resume, or the shoe's end, clears it.
+// first 12 cards, under both versions of the check; resume, or the shoe's
+// end, clears it.
 func TestShuffleSuspect(t *testing.T) {
 	deck := "AS,2S,3S,4S,5S,6S,7S,8S,9S,TS,JS,QS,KS,AD,2D,3D,4D,5D,6D,7D,8D,9D,TD,JD,QD,KD"
-	for _, clear := range []string{ActionResume, ActionShoeEnd} {
-		t.Run(clear, func(t *testing.T) {
-			h := newHarness(t, nil)
+	for _, rules := range []int{RulesProtect, RulesShoePrint} {
+		for _, clear := range []string{ActionResume, ActionShoeEnd} {
+			t.Run(fmt.Sprintf("rules %d, %s", rules, clear), func(t *testing.T) {
+				h := newHarness(t, func(c *TableConfig) { c.Rules = rules })
+				h.btn(ButtonNewShoe)
+				var at int
+				for i, c := range strings.Split(deck, ",") {
+					if evs := h.card(c); strings.Contains(kinds(evs), "alert:shuffle_suspect") {
+						at = i + 1
+						break
+					}
+					if i == 1 {
+						h.btn(ButtonBurnDone) // AS exposed, one burned
+						h.btn(ButtonNoMoreBets)
+					}
+				}
+				if at == 0 || at > 12 {
+					t.Fatalf("a new-deck shoe caught at card %d; want within 12", at)
+				}
+				al := h.tab.Alerts()[len(h.tab.Alerts())-1]
+				if al.Kind != AlertShuffleSuspect || al.Needs != NeedsResume {
+					t.Fatalf("alert %+v", al)
+				}
+				switch clear {
+				case ActionResume:
+					h.cmd(Command{Action: ActionVoid})
+					if h.tab.Suspended() {
+						h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed")
+					}
+				case ActionShoeEnd:
+					h.cmd(Command{Action: ActionVoid})
+					h.cmd(Command{Action: ActionShoeEnd})
+				}
+				if len(h.tab.Alerts()) != 0 {
+					t.Fatalf("alerts left: %+v", h.tab.Alerts())
+				}
+			})
+		}
+	}
+}
+
+// shoeCards are the cards of the table's shoe n as its inputs gave them.
+func shoeCards(h *harness, n int) []Card {
+	var out []Card
+	shoe := 0
+	for _, in := range h.inputs {
+		switch {
+		case in.Kind == InButton && in.Button == ButtonNewShoe:
+			shoe++
+		case in.Kind == InCard && shoe == n && in.Card != nil:
+			out = append(out, *in.Card)
+		}
+	}
+	return out
+}
+
+// TestShuffleSuspectRepeatAnyCut: the table deals a shoe, then the same
+// cards cut 100 on (rules 2): the eighth card raises shuffle_suspect,
+// naming the shoe before and where. Under rules 1, which compare only
+// the first 30 cards at their own places, nothing is raised.
+func TestShuffleSuspectRepeatAnyCut(t *testing.T) {
+	for _, rules := range []int{RulesProtect, RulesShoePrint} {
+		t.Run(fmt.Sprint("rules ", rules), func(t *testing.T) {
+			h := newHarness(t, func(c *TableConfig) { c.Rules = rules })
+			dealShoe(h, rand.New(rand.NewPCG(5, 5)), 16)
+			prev := shoeCards(h, 1)
 			h.btn(ButtonNewShoe)
-			var at int
-			for i, c := range strings.Split(deck, ",") {
-				if evs := h.card(c); strings.Contains(kinds(evs), "alert:shuffle_suspect") {
-					at = i + 1
-					break
-				}
-				if i == 1 {
-					h.btn(ButtonBurnDone) // AS exposed, one burned
-					h.btn(ButtonNoMoreBets)
+			at, why := 0, ""
+			for i, c := range append(prev[100:], prev[:100]...)[:60] {
+				for _, e := range h.shoe(Input{Kind: InCard, Card: &c}) {
+					if e.Kind == EvAlert && e.Alert.Kind == AlertShuffleSuspect && at == 0 {
+						at, why = i+1, e.Alert.Message
+					}
 				}
 			}
-			if at == 0 || at > 12 {
-				t.Fatalf("a new-deck shoe caught at card %d; want within 12", at)
+			if rules == RulesProtect {
+				if at != 0 {
+					t.Fatalf("rules 1 raised at card %d: %s", at, why)
+				}
+				return
 			}
-			al := h.tab.Alerts()[len(h.tab.Alerts())-1]
-			if al.Kind != AlertShuffleSuspect || al.Needs != NeedsResume {
+			if at != RepeatRunLen || !strings.Contains(why, "shoe 2 may not have been shuffled: cards 1 to 8 repeat 8 cards in a row of the shoe before this one, its cards 101 to 108 in the same order") {
+				t.Fatalf("alarm at card %d (want %d): %s", at, RepeatRunLen, why)
+			}
+		})
+	}
+}
+
+// TestSequenceReused: a shoe sentence reusing the number of the one
+// before with other content suspends the table (rules 2): mid-coup the
+// coup must be voided, between coups a resume clears it.
+func TestSequenceReused(t *testing.T) {
+	reused := Input{Kind: InRejected, Rejected: &Rejected{Reason: ReasonSeqReused, Raw: "$CARD,7,9D*3C", Count: 1}}
+	for _, tc := range []struct {
+		name  string
+		rules int
+		setup func(h *harness)
+		want  string
+		needs string
+	}{
+		{"mid-coup", RulesShoePrint, func(h *harness) { h.open(); h.card("2H") }, "alert:sequence_reused suspended", NeedsVoid},
+		{"between coups", RulesShoePrint, func(h *harness) { h.open(); h.cards("9H,3H,KD,KS"); h.btn(ButtonReveal) }, "alert:sequence_reused suspended", NeedsResume},
+		{"rules 1", RulesProtect, func(h *harness) { h.open(); h.card("2H") }, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *TableConfig) { c.Rules = tc.rules })
+			tc.setup(h)
+			h.expect(h.apply(reused), tc.want)
+			if tc.needs == "" {
+				return
+			}
+			al := h.tab.Alerts()[0]
+			if al.Needs != tc.needs || !strings.Contains(al.Message, "$CARD,7,9D*3C") {
 				t.Fatalf("alert %+v", al)
 			}
-			switch clear {
-			case ActionResume:
-				h.cmd(Command{Action: ActionVoid})
-				if h.tab.Suspended() {
-					h.expect(h.cmd(Command{Action: ActionResume}), "command_accepted alert_resolved resumed")
-				}
-			case ActionShoeEnd:
-				h.cmd(Command{Action: ActionVoid})
-				h.cmd(Command{Action: ActionShoeEnd})
-			}
-			if len(h.tab.Alerts()) != 0 {
-				t.Fatalf("alerts left: %+v", h.tab.Alerts())
+			// The card the sentence named comes next (the reader delivers
+			// it): a card while suspended, out of the shoe.
+			before := h.tab.Remaining().Count(Card{Rank: Nine, Suit: Diamonds})
+			h.expect(h.card("9D"), "alert:card_while_suspended")
+			if h.tab.Remaining().Count(Card{Rank: Nine, Suit: Diamonds}) != before-1 {
+				t.Fatal("the card is not out of the shoe")
 			}
 		})
 	}

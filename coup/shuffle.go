@@ -5,7 +5,9 @@ import (
 	"slices"
 )
 
-// The shuffle check watches the first cards of every shoe (burn cards
+// The shuffle check of RulesProtect (rules 1; RulesShoePrint's is
+// shufflecheck.go), kept so that trails of those rules replay as they
+// were recorded. It watches the first cards of every shoe (burn cards
 // included: they leave the shoe in its order too) for a shoe that was never
 // shuffled. Three statistics, each a count that only grows as cards come,
 // so "alarm at any card up to ShuffleWindow" is the same event as "the
@@ -27,9 +29,9 @@ import (
 //
 // In all about 1.1e-6 per shoe: about one false alarm in 900,000 shoes.
 const (
-	// ShuffleWindow is how many of a shoe's first cards are judged.
+	// ShuffleWindow is how many of a shoe's first cards rules 1 judge.
 	ShuffleWindow = 30
-	// ShuffleMemory is how many earlier shoes a new one is compared with.
+	// ShuffleMemory is how many earlier shoes rules 1 compare a new one with.
 	ShuffleMemory = 5
 
 	sortedThreshold   = 10
@@ -78,22 +80,6 @@ func (w *shuffleWatch) newShoe() {
 	prev := w.prev
 	*w = shuffleWatch{prev: prev}
 }
-
-// ShuffleCheck is the table's shuffle check on its own, for measuring it
-// and for tools: NewShoe before each shoe, then Card for each card out of
-// the shoe in order.
-type ShuffleCheck struct{ w shuffleWatch }
-
-// NewShoe starts a new shoe, remembering the one before.
-func (c *ShuffleCheck) NewShoe() { c.w.newShoe() }
-
-// Card takes the next card out of the shoe; it returns why the shoe looks
-// unshuffled the first time it does, else "".
-func (c *ShuffleCheck) Card(card Card) string { return c.w.suspect(card) }
-
-// Seen is how many cards of this shoe the check has judged (at most
-// ShuffleWindow).
-func (c *ShuffleCheck) Seen() int { return c.w.nHead }
 
 // suspect takes the next card out of the shoe and returns what looks
 // unshuffled, once per shoe, or "".

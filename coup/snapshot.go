@@ -59,6 +59,9 @@ type tableSnapshot struct {
 	Recall []snapRecord `json:"recall"`
 
 	Shuffle snapShuffle `json:"shuffle"`
+	// Watch is the shuffle check of RulesShoePrint, absent when it never
+	// ran (so that tables of the rules before snapshot as they did).
+	Watch *snapWatch `json:"watch,omitempty"`
 
 	Dealer string `json:"dealer"`
 }
@@ -117,6 +120,141 @@ type snapShuffle struct {
 type snapEnds struct {
 	First        []uint16 `json:"first"`
 	LastReversed []uint16 `json:"last_reversed"`
+}
+
+// snapWatch mirrors shoeWatch; prints are in FormatPrint's notation.
+type snapWatch struct {
+	Decks  uint8                        `json:"decks"`
+	N      uint16                       `json:"n"`
+	Print  string                       `json:"print"`
+	Counts [CardCount]uint8             `json:"counts"`
+	Left   uint16                       `json:"left"`
+	Heads  []string                     `json:"heads"`
+	Dirs   [orderModelCount][4][2]uint8 `json:"dirs"`
+	Score  [orderModelCount]int32       `json:"score"`
+	Start  [orderModelCount]uint16      `json:"start"`
+	Runs   snapRunWatch                 `json:"runs"`
+	Raised uint8                        `json:"raised"`
+	Mem    []string                     `json:"mem"`
+}
+
+// snapRunWatch mirrors RunWatch, its runs in use only.
+type snapRunWatch struct {
+	Runs []snapRun `json:"runs"`
+	N    int       `json:"n"`
+}
+
+// snapRun mirrors activeRun.
+type snapRun struct {
+	Print int32 `json:"print"`
+	Next  int16 `json:"next"`
+	Len   int16 `json:"len"`
+	From  int16 `json:"from"`
+	At    int16 `json:"at"`
+	Back  bool  `json:"back"`
+}
+
+func snapShoeWatch(w *shoeWatch) *snapWatch {
+	if w.decks == 0 && w.mem == nil && w.n == 0 {
+		return nil
+	}
+	s := &snapWatch{Decks: w.decks, N: w.n, Print: FormatPrint(w.print[:w.n]), Counts: w.counts, Left: w.left,
+		Heads: make([]string, orderModelCount), Dirs: w.dirs, Score: w.score, Start: w.start, Raised: w.raised,
+		Runs: snapRunWatch{N: w.runs.n, Runs: []snapRun{}}, Mem: []string{}}
+	for k := range w.heads {
+		s.Heads[k] = FormatPrint(w.heads[k][:])
+	}
+	for _, r := range w.runs.runs[:w.runs.n] {
+		s.Runs.Runs = append(s.Runs.Runs, snapRun{Print: r.print, Next: r.next, Len: r.len, From: r.from, At: r.at, Back: r.back})
+	}
+	if w.mem != nil {
+		for _, p := range w.mem.prints {
+			s.Mem = append(s.Mem, FormatPrint(p))
+		}
+	}
+	return s
+}
+
+// restoreWatch checks and rebuilds what snapShoeWatch wrote.
+func restoreWatch(s *snapWatch) (shoeWatch, error) {
+	var w shoeWatch
+	if s == nil {
+		return w, nil
+	}
+	if s.Decks != 0 && !ValidDecks(int(s.Decks)) {
+		return w, fmt.Errorf("shuffle check of %d decks", s.Decks)
+	}
+	p, err := ParsePrint(s.Print)
+	if err != nil || len(p) != int(s.N) {
+		return w, fmt.Errorf("shuffle check's print of %d cards: %d read (%v)", s.N, len(p), err)
+	}
+	if err := restoreHeads(&w, s.Heads); err != nil {
+		return w, err
+	}
+	left := 0
+	for _, c := range s.Counts {
+		if c > s.Decks {
+			return w, fmt.Errorf("shuffle check: %d copies of a card left of %d decks", c, s.Decks)
+		}
+		left += int(c)
+	}
+	if left != int(s.Left) {
+		return w, fmt.Errorf("shuffle check: %d cards left, the counts say %d", s.Left, left)
+	}
+	if w.mem, err = restoreMemory(s.Mem); err != nil {
+		return w, err
+	}
+	if err := restoreRuns(&w, s.Runs, len(s.Mem)); err != nil {
+		return w, err
+	}
+	w.decks, w.n, w.counts, w.left, w.dirs, w.score, w.start, w.raised = s.Decks, s.N, s.Counts, s.Left, s.Dirs, s.Score, s.Start, s.Raised
+	copy(w.print[:], p)
+	return w, nil
+}
+
+func restoreHeads(w *shoeWatch, heads []string) error {
+	if len(heads) != orderModelCount {
+		return fmt.Errorf("shuffle check's piles of %d models, want %d", len(heads), orderModelCount)
+	}
+	for k, t := range heads {
+		h, err := ParsePrint(t)
+		if err != nil || len(h) != maxPiles {
+			return fmt.Errorf("shuffle check's piles: %d read, want %d (%v)", len(h), maxPiles, err)
+		}
+		copy(w.heads[k][:], h)
+	}
+	return nil
+}
+
+func restoreMemory(mem []string) (*shoeMemory, error) {
+	if len(mem) > ShoeMemory {
+		return nil, fmt.Errorf("shuffle check remembers %d shoes, at most %d", len(mem), ShoeMemory)
+	}
+	if len(mem) == 0 {
+		return nil, nil
+	}
+	prints := make([][]uint8, len(mem))
+	for i, m := range mem {
+		var err error
+		if prints[i], err = ParsePrint(m); err != nil {
+			return nil, fmt.Errorf("shuffle check's shoe %d: %w", i+1, err)
+		}
+	}
+	return (&shoeMemory{}).remember(prints, false), nil
+}
+
+func restoreRuns(w *shoeWatch, s snapRunWatch, prints int) error {
+	if s.N != len(s.Runs) || s.N > maxRuns {
+		return fmt.Errorf("shuffle check follows %d runs (%d given, at most %d)", s.N, len(s.Runs), maxRuns)
+	}
+	for i, r := range s.Runs {
+		if r.Print < 0 || int(r.Print) >= prints || r.Next < -1 || r.Next > MaxPrint || r.Len < 0 || r.From < 0 || r.At < 0 {
+			return fmt.Errorf("shuffle check's run %d: %+v", i+1, r)
+		}
+		w.runs.runs[i] = activeRun{print: r.Print, next: r.Next, len: r.Len, from: r.From, at: r.At, back: r.Back}
+	}
+	w.runs.n = s.N
+	return nil
 }
 
 // cardCode writes a card, valid or zero, as one number.
@@ -207,6 +345,7 @@ func (t *Table) Snapshot() ([]byte, error) {
 		Deadline: t.deadline,
 		Coups:    snapRecords(t.coups), Recall: snapRecords(t.recall),
 		Dealer: t.dealer,
+		Watch:  snapShoeWatch(&t.watch),
 		Shuffle: snapShuffle{
 			Head: cardCodes(t.shuffle.head[:]), NHead: t.shuffle.nHead, Tail: cardCodes(t.shuffle.tail[:]), NTail: t.shuffle.nTail,
 			Sorted: t.shuffle.sorted, Washed: t.shuffle.washed, Repeats: t.shuffle.repeats, Raised: t.shuffle.raised,
@@ -255,6 +394,7 @@ func RestoreSnapshot(b []byte) (*Table, error) {
 	if s.Pending < -1 || s.Pending >= len(s.Cards) {
 		return nil, fmt.Errorf("%w: pending card %d of %d", ErrSnapshot, s.Pending, len(s.Cards))
 	}
+	var err error
 	t := &Table{
 		cfg:   s.Cfg,
 		phase: s.Phase, shoe: s.Shoe, coup: s.Coup,
@@ -269,6 +409,9 @@ func RestoreSnapshot(b []byte) (*Table, error) {
 	if s.Burn.First != nil {
 		c := codeCard(*s.Burn.First)
 		t.burn.First = &c
+	}
+	if t.watch, err = restoreWatch(s.Watch); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSnapshot, err)
 	}
 	copy(t.shuffle.head[:], codeCards(s.Shuffle.Head))
 	copy(t.shuffle.tail[:], codeCards(s.Shuffle.Tail))

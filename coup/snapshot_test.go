@@ -26,6 +26,9 @@ func TestSnapshotCarriesEveryField(t *testing.T) {
 		{CoupRecord{}, snapRecord{}, nil},
 		{shuffleWatch{}, snapShuffle{}, nil},
 		{shoeEnds{}, snapEnds{}, nil},
+		{shoeWatch{}, snapWatch{}, nil},
+		{RunWatch{}, snapRunWatch{}, nil},
+		{activeRun{}, snapRun{}, nil},
 	} {
 		st, mt := reflect.TypeOf(tt.state), reflect.TypeOf(tt.mirror)
 		want := map[string]bool{}
@@ -60,13 +63,23 @@ func TestSnapshotCarriesEveryField(t *testing.T) {
 	}
 }
 
-// randomPlay drives a table through whole shoes and through random inputs
+// randomPlayRules drives a table, under a rules version, through whole shoes and through random inputs
 // (misdeals, unreadable cards, commands, link changes, ticks), so that
 // every field of the table takes values other than its first.
-func randomPlay(t *testing.T, seed uint64) *harness {
-	h := newHarness(t, nil)
+//
+// Under
+// RulesShoePrint it ends with a shoe that repeats the first one's cards,
+// so that the shuffle check follows runs and raises its alarm.
+func randomPlayRules(t *testing.T, seed uint64, rules int) *harness {
+	h := newHarness(t, func(c *TableConfig) { c.Rules = rules })
 	rng := rand.New(rand.NewPCG(seed, 16))
 	dealShoe(h, rng, 16)
+	var first []Input
+	for _, in := range h.inputs {
+		if in.Kind == InCard && len(first) < 40 {
+			first = append(first, in)
+		}
+	}
 	cmds := []string{ActionVoid, ActionSuspend, ActionResume, ActionShoeEnd, ActionShoeStart, ActionBetsClosed, ActionDealerIn, ActionDealerOut}
 	dealers := []string{"ann.smith", "bob.jones", "d-1042"}
 	buttons := []string{ButtonNewShoe, ButtonBurnDone, ButtonNoMoreBets, ButtonReveal}
@@ -100,6 +113,12 @@ func randomPlay(t *testing.T, seed uint64) *harness {
 	}
 	dealShoeAfterReset(h, rng)
 	h.cmd(Command{Action: ActionDealerIn, ID: "d", Dealer: "ann.smith", Reason: "test"})
+	if rules >= RulesShoePrint {
+		h.btn(ButtonNewShoe)
+		for _, in := range first[5:] { // cut 5 cards on
+			h.shoe(Input{Kind: InCard, Card: in.Card})
+		}
+	}
 	return h
 }
 
@@ -128,8 +147,12 @@ func TestSnapshotRestoreThenTail(t *testing.T) {
 	if testing.Short() {
 		seeds = seeds[:1]
 	}
-	for _, seed := range seeds {
-		h := randomPlay(t, seed)
+	for i, seed := range append(seeds, 4) {
+		rules := CurrentRules
+		if i == len(seeds) {
+			rules = RulesProtect // the shuffle check of the rules before
+		}
+		h := randomPlayRules(t, seed, rules)
 		ins := h.inputs
 		full, err := NewTable(h.tab.Config())
 		if err != nil {
@@ -179,36 +202,51 @@ func TestSnapshotRestoreThenTail(t *testing.T) {
 // move every field of the snapshot off its zero value, or a field the
 // snapshot dropped could go unnoticed.
 func TestSnapshotFieldsVary(t *testing.T) {
-	h := randomPlay(t, 1)
-	seen := map[string]bool{}
-	tab, _ := NewTable(h.tab.Config())
-	for _, in := range h.inputs {
-		tab.Apply(in)
-		b, _ := tab.Snapshot()
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		var sh map[string]json.RawMessage
-		json.Unmarshal(m["shuffle"], &sh)
-		for k, v := range m {
-			if !isZeroJSON(v) {
-				seen[k] = true
+	for _, tc := range []struct {
+		rules int
+		want  []string
+	}{
+		{RulesProtect, []string{"shuffle.head", "shuffle.n_head", "shuffle.tail", "shuffle.n_tail", "shuffle.sorted", "shuffle.washed", "shuffle.repeats", "shuffle.prev"}},
+		{RulesShoePrint, []string{"watch.decks", "watch.n", "watch.print", "watch.counts", "watch.left", "watch.heads", "watch.dirs",
+			"watch.score", "watch.start", "watch.runs", "watch.raised", "watch.mem"}},
+	} {
+		h := randomPlayRules(t, 1, tc.rules)
+		seen := map[string]bool{}
+		tab, _ := NewTable(h.tab.Config())
+		for _, in := range h.inputs {
+			tab.Apply(in)
+			b, _ := tab.Snapshot()
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range m {
+				if !isZeroJSON(v) {
+					seen[k] = true
+				}
+			}
+			// A table of the rules before writes the snapshot it always
+			// did: trails recorded then replay to the same bytes.
+			if _, ok := m["watch"]; ok && tc.rules < RulesShoePrint {
+				t.Fatalf("rules %d: the snapshot carries the check of rules 2", tc.rules)
+			}
+			for _, part := range []string{"shuffle", "watch"} {
+				var sh map[string]json.RawMessage
+				json.Unmarshal(m[part], &sh)
+				for k, v := range sh {
+					if !isZeroJSON(v) && !(k == "runs" && strings.Contains(string(v), `"n":0`)) && !(part == "watch" && k == "heads" && strings.Trim(string(v), `"?,[]`) == "") {
+						seen[part+"."+k] = true
+					}
+				}
 			}
 		}
-		for k, v := range sh {
-			if !isZeroJSON(v) {
-				seen["shuffle."+k] = true
+		// result_at is not in the list: no rule sets it today (it is carried
+		// all the same, as every field is).
+		for _, k := range append([]string{"phase", "shoe", "coup", "comp", "burn", "cards", "pending", "result", "final",
+			"cut_seen", "last_coup", "manual_suspend", "alerts", "next_alert", "link", "last_seq", "deadline", "coups", "recall"}, tc.want...) {
+			if !seen[k] {
+				t.Errorf("rules %d: %s never left its zero value in random play", tc.rules, k)
 			}
-		}
-	}
-	// result_at is not in the list: no rule sets it today (it is carried
-	// all the same, as every field is).
-	for _, k := range []string{"phase", "shoe", "coup", "comp", "burn", "cards", "pending", "result", "final",
-		"cut_seen", "last_coup", "manual_suspend", "alerts", "next_alert", "link", "last_seq", "deadline", "coups", "recall",
-		"shuffle.head", "shuffle.n_head", "shuffle.tail", "shuffle.n_tail", "shuffle.sorted", "shuffle.washed", "shuffle.repeats", "shuffle.prev"} {
-		if !seen[k] {
-			t.Errorf("%s never left its zero value in random play", k)
 		}
 	}
 }

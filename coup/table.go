@@ -72,14 +72,24 @@ const (
 	// coup the tableau has not finished, lets resume clear a card drawn
 	// after a finished coup, and checks each shoe's shuffle.
 	RulesProtect = 1
+	// Rules 2, the release of issues 31 and 33: several procedures
+	// changed together, each named here for the code that tests it.
+	//
 	// RulesSelfCheckHolds refuses every command that changes the game
 	// (void, card, shoe-start, shoe-end, bets-closed, dealer-in and -out,
 	// resume) while a failed self-check holds the table: the program or
 	// its config is not the certified one, so nothing it would do to the
 	// game can be trusted. Before it, a void or a manual card was taken.
 	RulesSelfCheckHolds = 2
+	// RulesShoePrint checks the shuffle on every card of the shoe
+	// (shufflecheck.go: a repeat of any of the last ShoeMemory shoes at
+	// any cut or in reverse, cards in new-deck order or riffled too
+	// little anywhere) instead of its first 30 (shuffle.go), and
+	// suspends the table on a shoe sentence whose sequence number
+	// repeats with other content (ReasonSeqReused).
+	RulesShoePrint = 2
 	// CurrentRules is the version new tables take.
-	CurrentRules = RulesSelfCheckHolds
+	CurrentRules = 2
 )
 
 // DefaultTableConfig is common casino practice for a profile.
@@ -174,7 +184,8 @@ type Table struct {
 	coups  []CoupRecord // completed and voided coups of the current shoe
 	recall []CoupRecord // the last RecallDepth coups across shoes
 
-	shuffle shuffleWatch // the shuffle check's memory (shuffle.go)
+	shuffle shuffleWatch // the shuffle check's memory under RulesProtect (shuffle.go)
+	watch   shoeWatch    // and under RulesShoePrint (shufflecheck.go)
 
 	// dealer is the dealer on duty: signed in by a dealer-in command, ""
 	// when none is. Events put against a dealer carry it.
@@ -496,13 +507,24 @@ func (a *applier) card() {
 }
 
 // watchShuffle feeds the card to the shuffle check, which suspends the
-// table once per shoe whose first cards look unshuffled.
+// table when the shoe looks unshuffled: under RulesShoePrint once per sign
+// and shoe, whatever card shows it; before, once per shoe, from its first
+// cards.
 func (a *applier) watchShuffle() {
 	in := a.in
-	if in.Unreadable || in.Card == nil || !in.Card.Valid() {
-		return
+	readable := !in.Unreadable && in.Card != nil && in.Card.Valid()
+	var why string
+	switch {
+	case a.t.cfg.Rules >= RulesShoePrint:
+		var c Card
+		if readable {
+			c = *in.Card
+		}
+		why = a.t.watch.card(c, readable)
+	case readable:
+		why = a.t.shuffle.suspect(*in.Card)
 	}
-	if why := a.t.shuffle.suspect(*in.Card); why != "" {
+	if why != "" {
 		a.raise(AlertShuffleSuspect, NeedsResume, "shoe "+fmt.Sprint(a.t.shoe)+" may not have been shuffled: "+why)
 	}
 }
@@ -847,7 +869,11 @@ func (a *applier) startShoe(by string) {
 	t.shoe++
 	t.coup = 0
 	t.comp = comp
-	t.shuffle.newShoe()
+	if t.cfg.Rules >= RulesShoePrint {
+		t.watch.newShoe(t.cfg.Profile.Decks, false)
+	} else {
+		t.shuffle.newShoe()
+	}
 	t.cutSeen, t.lastCoup = false, 0
 	t.coups = nil
 	t.cards, t.pending = nil, -1
@@ -896,17 +922,30 @@ func (a *applier) linkChange() {
 
 // rejected: what the driver could not take is only recorded (a lost card
 // shows as a sequence gap), except a shoe speaking another protocol
-// version, whose sentences cannot be trusted at all.
+// version, whose sentences cannot be trusted at all, and (RulesShoePrint)
+// a sentence reusing the number of the one before with other content:
+// one of the two is not what the shoe sent, or the shoe misnumbers, and
+// the card may be in play either way.
 func (a *applier) rejected() {
 	r := a.in.Rejected
-	if r == nil || r.Reason != ReasonVersion {
+	if r == nil {
 		return
 	}
 	needs := NeedsResume
-	if a.t.midCoup() {
+	if a.t.midCoup() || (a.t.phase == PhaseResult && !a.t.final) {
 		needs = NeedsVoid
 	}
-	a.raise(AlertShoeProtocol, needs, "the shoe announced a protocol version the configured driver does not speak ("+r.Raw+"): configure the driver that matches the shoe")
+	switch {
+	case r.Reason == ReasonVersion:
+		if a.t.midCoup() {
+			needs = NeedsVoid
+		} else {
+			needs = NeedsResume
+		}
+		a.raise(AlertShoeProtocol, needs, "the shoe announced a protocol version the configured driver does not speak ("+r.Raw+"): configure the driver that matches the shoe")
+	case r.Reason == ReasonSeqReused && a.t.cfg.Rules >= RulesShoePrint:
+		a.raise(AlertSequenceReused, needs, "a shoe sentence reused the sequence number of the one before with other content ("+r.Raw+"): count the cards on the table against the display")
+	}
 }
 
 func (a *applier) auditFailed() {

@@ -99,6 +99,19 @@ func (h *harness) cards(list string) []Event {
 
 func (h *harness) btn(b string) []Event { return h.shoe(Input{Kind: InButton, Button: b}) }
 
+// naturalCoup is coup i of a run of four-card coups (Player a natural 9,
+// Banker 7) whose ranks and suits vary as a shuffled shoe's would: the
+// shuffle check (RulesShoePrint) finds a pattern repeated coup after
+// coup, as it should.
+func naturalCoup(i int) string {
+	r := rand.New(rand.NewPCG(uint64(i), 9))
+	nines := [][2]string{{"9", "K"}, {"9", "Q"}, {"9", "J"}, {"9", "T"}, {"4", "5"}, {"3", "6"}, {"2", "7"}, {"8", "A"}}
+	sevens := [][2]string{{"7", "K"}, {"7", "T"}, {"3", "4"}, {"2", "5"}, {"A", "6"}, {"7", "Q"}}
+	p, b := nines[r.IntN(len(nines))], sevens[r.IntN(len(sevens))]
+	suit := func() string { return string("SHDC"[r.IntN(4)]) }
+	return p[0] + suit() + "," + b[0] + suit() + "," + p[1] + suit() + "," + b[1] + suit()
+}
+
 func (h *harness) cmd(c Command) []Event {
 	if c.ID == "" {
 		c.ID = "cmd-" + c.Action
@@ -323,6 +336,30 @@ func TestMisdeals(t *testing.T) {
 			after: PhaseBettingOpen,
 		},
 		{
+			// The dealer reveals a coup the tableau has not finished: Player
+			// holds 2 and must draw.
+			name: "short coup", alert: AlertCoupIncomplete, needs: NeedsCard,
+			setup: func(h *harness) { h.open(); h.cards("2H,3H,KD,KS") },
+			cause: func(h *harness) []Event { return h.btn(ButtonReveal) },
+			clear: func(h *harness) {
+				h.expect(h.cmd(Command{Action: ActionResume}), "command_refused")
+				h.expect(h.card("9C"), "alert:card_while_suspended") // the dealer's next card is not Player's third
+				h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved alert_resolved betting_opened resumed")
+			},
+			after: PhaseBettingOpen,
+		},
+		{
+			name: "sequence number reused mid-coup", alert: AlertSequenceReused, needs: NeedsVoid,
+			setup: func(h *harness) { h.open(); h.card("9S") },
+			cause: func(h *harness) []Event {
+				return h.apply(Input{Kind: InRejected, Rejected: &Rejected{Reason: ReasonSeqReused, Raw: "$CARD,2,9D*3C", Count: 1}})
+			},
+			clear: func(h *harness) {
+				h.expect(h.cmd(Command{Action: ActionVoid}), "command_accepted coup_voided alert_resolved betting_opened resumed")
+			},
+			after: PhaseBettingOpen,
+		},
+		{
 			name: "shoe restarted mid-coup", alert: AlertShoeRestarted, needs: NeedsVoid,
 			setup: func(h *harness) { h.open(); h.card("9S") },
 			cause: func(h *harness) []Event { return h.apply(Input{Kind: InHello, ShoeSeq: 1, Text: "shoe-7"}) },
@@ -531,7 +568,7 @@ func TestCutCardRules(t *testing.T) {
 func TestBettingTimerAndGameServer(t *testing.T) {
 	h := newHarness(t, func(c *TableConfig) { c.BettingTime = 15 * time.Second; c.Reveal = RevealImmediate })
 	h.btn(ButtonNewShoe)
-	h.cards("KS,AC,2C,3C,4C,5C,6C,7C,8C,9C,TC")
+	h.cards("KS,AC,7D,3H,9C,5S,2D,8H,4C,6S,QD")
 	h.expect(h.btn(ButtonBurnDone), "burn_done betting_opened")
 	if d, ok := h.tab.Deadline(); !ok || !d.Equal(h.now.Add(15*time.Second)) {
 		t.Fatalf("deadline %v %v", d, ok)
@@ -582,8 +619,7 @@ func TestRecallDepth(t *testing.T) {
 		if i > 0 {
 			h.btn(ButtonNoMoreBets)
 		}
-		s := string("SHDC"[i%4])
-		h.cards("9" + s + ",7" + s + ",K" + s + ",Q" + s)
+		h.cards(naturalCoup(i))
 	}
 	rec := h.tab.Recall()
 	if len(rec) != RecallDepth || rec[0].Coup != 6 || rec[RecallDepth-1].Coup != 15 {

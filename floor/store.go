@@ -29,7 +29,7 @@ const (
 // Tamper reports whether an alert kind says the trail was tampered with.
 func Tamper(kind string) bool {
 	switch kind {
-	case AlertGap, AlertSilent, AlertUnregistered:
+	case AlertGap, AlertSilent, AlertUnregistered, AlertShuffleSuspect:
 		return false
 	}
 	return true

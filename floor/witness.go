@@ -78,6 +78,9 @@ type Config struct {
 	// OnAlert, if set, is called with each alert this witness stored and
 	// published (the floor view, tests).
 	OnAlert func(Alert)
+	// ShoeKeep is how long the shoe watch keeps each shoe's print
+	// (shoewatch.go; DefaultShoeKeep); negative turns it off.
+	ShoeKeep time.Duration
 }
 
 func (c *Config) defaults() {
@@ -146,6 +149,7 @@ type Witness struct {
 	// stream: only then is a table's silence up to now the table's, not
 	// the floor's backlog.
 	caughtUp time.Time
+	shoes    *shoeWatch // nil: off
 }
 
 func (w *Witness) setCaughtUp() {
@@ -274,7 +278,12 @@ func New(ctx context.Context, cfg Config) (*Witness, error) {
 	if !pinned {
 		log.Info("the consumer acknowledges each message (nats-server before 2.11, or a consumer made so)", "consumer", cfg.Consumer)
 	}
-	return &Witness{cfg: cfg, nc: nc, js: js, stream: s, cons: cons, pinned: pinned, log: log}, nil
+	shoes, err := newShoeWatch(ctx, cfg.Store, cfg.ShoeKeep, cfg.Clock, log, cfg.Name)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("witness: %w", err)
+	}
+	return &Witness{cfg: cfg, nc: nc, js: js, stream: s, cons: cons, pinned: pinned, log: log, shoes: shoes}, nil
 }
 
 // PriorityGroup is the shared consumer's priority group, in which one
@@ -506,6 +515,7 @@ func (w *Witness) commit(ctx context.Context, p prepared) error {
 		}
 		return err
 	}
+	alerts = append(alerts, w.shoes.take(ctx, p.items, w.cfg.Store)...)
 	if w.pinned {
 		w.ackCommitted(ctx, p)
 	} else {

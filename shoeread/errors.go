@@ -34,8 +34,15 @@ var (
 	// ErrVersion is a HELO announcing a protocol version the driver does not speak.
 	ErrVersion = errors.New("unsupported protocol version")
 	// ErrDuplicate is a sentence carrying the same sequence number as the one
-	// before it (reported by the Sequencer; the sentence is not delivered twice).
+	// before it, and the same content (reported by the Sequencer; the
+	// sentence is not delivered twice).
 	ErrDuplicate = errors.New("duplicate sequence number")
+	// ErrSeqReused is a sentence carrying the sequence number of the one
+	// before it with other content (reported by the Sequencer, which
+	// delivers the sentence all the same: one of the two is not what the
+	// shoe sent, and a card either names may be in play; the table
+	// suspends).
+	ErrSeqReused = errors.New("sequence number reused with other content")
 	// ErrSeqBackwards is a sequence number lower than expected without a HELO
 	// announcing a restart (reported by the Sequencer).
 	ErrSeqBackwards = errors.New("sequence number went backwards")
@@ -56,6 +63,7 @@ var reasons = []struct {
 	{ErrBadSeq, "bad_seq"},
 	{ErrVersion, "version"},
 	{ErrDuplicate, "duplicate"},
+	{ErrSeqReused, coup.ReasonSeqReused},
 	{ErrSeqBackwards, "backwards"},
 	{coup.ErrBadCard, "bad_card"},
 }

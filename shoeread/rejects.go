@@ -9,8 +9,8 @@ import (
 // Rejections are recorded in the audit trail, each with its bytes, up to a
 // budget, so line noise cannot turn into a row per byte: RejectBurst
 // verbatim, then one a second; beyond that they are counted by reason and
-// recorded as one summary a second. A version mismatch is always recorded
-// verbatim: it suspends the table.
+// recorded as one summary a second. A version mismatch and a sequence
+// number reused are always recorded verbatim: they suspend the table.
 const (
 	RejectBurst = 16
 	rejectEvery = time.Second
@@ -34,7 +34,7 @@ func NewRejectLog() *RejectLog { return &RejectLog{tokens: RejectBurst} }
 func (l *RejectLog) Take(e Event, now time.Time) (coup.Input, bool) {
 	reason := Reason(e.Err)
 	l.refill(now)
-	if l.tokens >= 1 || reason == coup.ReasonVersion {
+	if l.tokens >= 1 || reason == coup.ReasonVersion || reason == coup.ReasonSeqReused {
 		l.tokens = max(0, l.tokens-1)
 		return coup.Input{Kind: coup.InRejected, ShoeSeq: 0, Rejected: &coup.Rejected{
 			Reason: reason, Raw: e.Raw, Bytes: e.Rejected, Count: 1}}, true

@@ -10,6 +10,7 @@ type SequenceStats struct {
 	Gaps       uint64 `json:"gaps"`       // gap events reported
 	Missing    uint64 `json:"missing"`    // sequence numbers in those gaps
 	Duplicates uint64 `json:"duplicates"` // sentences dropped as repeats
+	Reused     uint64 `json:"reused"`     // numbers repeated with other content
 	Backwards  uint64 `json:"backwards"`  // jumps back without a HELO
 	Restarts   uint64 `json:"restarts"`   // HELOs seen
 }
@@ -35,9 +36,15 @@ type SequenceStats struct {
 //     continue from its number. A HELO carrying n > 1 means the shoe's first
 //     n-1 sentences since its restart were missed, and is reported as a gap
 //     1..n-1.
-//   - The same number twice in a row, other than on a heartbeat, is a
-//     duplicate: reported as a protocol error (ErrDuplicate) and not
-//     delivered again.
+//   - The same number twice in a row, other than on a heartbeat, with the
+//     same content, is a duplicate: reported as a protocol error
+//     (ErrDuplicate) and not delivered again. With other content it is a
+//     number reused: reported as a protocol error (ErrSeqReused, which
+//     suspends the table) and delivered all the same, since a card it
+//     names may have left the shoe: nothing is dropped unseen. When the
+//     sentence the number was first on is not known (the count resumed
+//     from the trail, or a heartbeat revealed it), the repeat is taken as
+//     a duplicate.
 //   - Any other step backwards without a HELO (the shoe restarted and its
 //     HELO was lost, or it is misbehaving), heartbeats included, is reported
 //     as a protocol error (ErrSeqBackwards) and the event is still
@@ -102,16 +109,18 @@ func (s *Sequencer) observe(out []Event, e Event) []Event {
 	switch {
 	case e.Seq == want:
 		return s.deliver(out, e)
+	case e.Seq == s.last && s.prev.Seq == e.Seq && !sameSentence(s.prev, e):
+		s.stats.Reused++
+		err := fmt.Errorf("%w: %d again with different content (%q, then %q); both delivered",
+			ErrSeqReused, e.Seq, s.prev.Raw, e.Raw)
+		out = append(out, Event{Kind: KindProtocolError, Err: err, Raw: e.Raw})
+		return s.deliver(out, e)
 	case e.Seq == s.last:
 		s.stats.Duplicates++
 		err := fmt.Errorf("%w: %d again; the repeat was dropped", ErrDuplicate, e.Seq)
-		switch {
-		case s.prev.Seq != e.Seq:
+		if s.prev.Seq != e.Seq {
 			err = fmt.Errorf("%w: %d again (%q), a number the shoe had already used; it was dropped",
 				ErrDuplicate, e.Seq, e.Raw)
-		case !sameSentence(s.prev, e):
-			err = fmt.Errorf("%w: %d again with different content (%q, then %q); the second was dropped",
-				ErrDuplicate, e.Seq, s.prev.Raw, e.Raw)
 		}
 		return append(out, Event{Kind: KindProtocolError, Err: err, Raw: e.Raw})
 	case distance(want, e.Seq) <= seqHalf:

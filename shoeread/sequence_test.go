@@ -1,6 +1,7 @@
 package shoeread
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -55,10 +56,10 @@ func TestSequencer(t *testing.T) {
 			in: []Event{cut(6), kh, kh, cut(8)},
 			want: []Event{cut(6), kh,
 				{Kind: KindProtocolError, Err: ErrDuplicate, Raw: kh.Raw}, cut(8)}, stats: SequenceStats{Duplicates: 1}},
-		{name: "a duplicate number with other content is reported too",
+		{name: "a number reused with other content is reported, and both are delivered",
 			in: []Event{kh, qs, cut(8)},
 			want: []Event{kh,
-				{Kind: KindProtocolError, Err: ErrDuplicate, Raw: qs.Raw}, cut(8)}, stats: SequenceStats{Duplicates: 1}},
+				{Kind: KindProtocolError, Err: ErrSeqReused, Raw: qs.Raw}, qs, cut(8)}, stats: SequenceStats{Reused: 1}},
 		{name: "a step back without HELO is reported and the count follows it",
 			in:   []Event{cut(9), cut(10), cut(4), cut(5)},
 			want: []Event{cut(9), cut(10), back, cut(4), cut(5)}, stats: SequenceStats{Backwards: 1}},
@@ -225,9 +226,13 @@ func TestSequencerDuplicateSaysWhatDiffered(t *testing.T) {
 	var s Sequencer
 	s.Observe(Event{Kind: KindCard, Seq: 7, Card: card(t, "KH"), Raw: "$CARD,7,KH*20"})
 	got := s.Observe(Event{Kind: KindCard, Seq: 7, Card: card(t, "QS"), Raw: "$CARD,7,QS*21"})
-	if len(got) != 1 || !strings.Contains(got[0].Err.Error(), "different content") ||
-		!strings.Contains(got[0].Err.Error(), "$CARD,7,QS*21") {
-		t.Errorf("got %v", got[0].Err)
+	if len(got) != 2 || !errors.Is(got[0].Err, ErrSeqReused) || !strings.Contains(got[0].Err.Error(), "different content") ||
+		!strings.Contains(got[0].Err.Error(), "$CARD,7,QS*21") || got[1].Card != card(t, "QS") {
+		t.Errorf("got %v", got)
+	}
+	// The same again: now a duplicate of the second.
+	if got := s.Observe(Event{Kind: KindCard, Seq: 7, Card: card(t, "QS"), Raw: "$CARD,7,QS*21"}); len(got) != 1 || !errors.Is(got[0].Err, ErrDuplicate) {
+		t.Errorf("the second sentence again: %v", got)
 	}
 	// A number known only from a heartbeat or a restart: nothing to
 	// compare with, so the error says the number was used already.

@@ -47,10 +47,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 var errUsage = errors.New("usage")
 
 func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "shuffle" {
+		return runShuffle(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("tablectl-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: tablectl-bench [flags]
+       tablectl-bench shuffle [flags]   (the shuffle check's record; -h for its flags)
 
 Runs every benchmark of docs/benchmarks.md against the real parts (a
 pseudo-terminal, SQLite with fsync, the Mosquitto at --broker) and prints

@@ -47,6 +47,7 @@ auth (--http-user, --http-password-file). docs/floor.md.`)
 	fs.StringVar(&cfg.Consumer, "consumer", floor.DefaultConsumer, "the durable `consumer` every witness shares")
 	fs.IntVar(&cfg.Replicas, "replicas", 3, "the stream's `N` replicas when it is created")
 	fs.IntVar(&cfg.Batch, "batch", floor.DefaultBatch, "`N` messages taken and committed at once")
+	fs.DurationVar(&cfg.ShoeKeep, "shoe-keep", floor.DefaultShoeKeep, "how `LONG` each shoe's print is kept to compare the tables' shoes with (shuffle_suspect; negative: off)")
 	fs.StringVar(&cfg.StatusStream, "status-stream", floor.DefaultStatusStream, "the JetStream `stream` of each table's last status, for the floor view")
 	httpAddr := fs.String("http", "", "serve the floor view at this `address` (empty: none), behind HTTP basic auth")
 	var login floor.Login

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -213,6 +214,9 @@ func TestAdvantageAlert(t *testing.T) {
 			pool = append(pool, c)
 		}
 	}
+	// In a shuffled order: sorted by rank, the table's shuffle check
+	// (rules 2) would rightly stop the shoe.
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
 	var raised, resolved []Alert
 	collect := func() {
 		for _, m := range e.retainedMessages(false) {

@@ -230,6 +230,28 @@ func TestE2EMisdeals(t *testing.T) {
 		r.expectRemaining(nil)
 	})
 
+	t.Run("short coup: void", func(t *testing.T) {
+		t.Parallel()
+		opts, n := shortCoup(t, shoesim.Options{Seed: 408, Coups: 12})
+		r := newRig(t, opts, tableConfig(t, nil))
+		r.deal(coupCard(n, 4))
+		// The dealer reveals with the tableau wanting a fifth card.
+		_, cs := r.deal(faulted(shoesim.FaultShort))
+		if got := kinds(events(cs)); got != "alert(coup_incomplete) suspended" {
+			t.Fatalf("REVEAL on a short coup: %s", got)
+		}
+		al := r.expectSuspendedBy(coup.AlertCoupIncomplete, coup.NeedsCard)
+		if al.Coup != n {
+			t.Fatalf("alert %+v", al)
+		}
+		r.refused(resume(), "needs the card entered or the coup voided")
+		if got := kinds(r.accepted(void(0))); got != "command_accepted coup_voided alert_resolved betting_opened resumed" {
+			t.Fatalf("void: %s", got)
+		}
+		r.expectLive(coup.PhaseBettingOpen, n+1)
+		r.expectRecall(planned(r.plan, n-1), wantCoup{n: n, voided: true})
+	})
+
 	t.Run("wrong burn: resume", func(t *testing.T) {
 		t.Parallel()
 		r := newRig(t, shoesim.Options{Seed: 407, Coups: 2, Faults: []shoesim.Fault{fault(t, "shortburn@1")}}, tableConfig(t, nil))

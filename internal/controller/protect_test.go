@@ -90,6 +90,43 @@ func TestProtectRejectedInTrail(t *testing.T) {
 	}
 }
 
+// TestProtectSequenceReused: a CARD sentence reusing the number of the
+// sentence before with another card (issue 33 saw it only as an
+// in.rejected row, the coup settling on the other cards) is recorded with
+// its bytes and suspends the table, and its card is recorded as drawn
+// while suspended, out of the shoe: nothing is dropped unseen.
+func TestProtectSequenceReused(t *testing.T) {
+	r := newRig(t, shoesim.Options{Seed: 33, Coups: 3}, tableConfig(t, nil))
+	sent, _ := r.deal(coupCard(1, 2))
+	other := coup.Card{Rank: coup.Nine, Suit: coup.Diamonds}
+	if other == sent.Event.Card {
+		other.Suit = coup.Clubs
+	}
+	repeat := v1Sentence(fmt.Sprintf("CARD,%d,%s", sent.Seq, other))
+	if err := r.pty.Write(r.ctx, repeat); err != nil {
+		t.Fatal(err)
+	}
+	cs := r.await("the reused number recorded", func(c audit.Commit) bool { return c.Input.Kind == coup.InRejected })
+	rej := cs[len(cs)-1]
+	if rej.Input.Rejected.Reason != coup.ReasonSeqReused || !strings.Contains(rej.Input.Rejected.Raw, strings.TrimSpace(string(repeat))) {
+		t.Fatalf("recorded as %+v; the shoe sent %q", rej.Input.Rejected, repeat)
+	}
+	if got := kinds(rej.Events); got != "alert(sequence_reused) suspended" {
+		t.Fatalf("the reused number: %s", got)
+	}
+	cs = r.await("its card", func(c audit.Commit) bool {
+		return c.Input.Kind == coup.InCard && c.Input.ShoeSeq == sent.Seq && c.Input.Card != nil && *c.Input.Card == other
+	})
+	if got := kinds(cs[len(cs)-1].Events); got != "alert(card_while_suspended)" {
+		t.Fatalf("the second card: %s", got)
+	}
+	if v := r.pit(); !v.Suspended || len(v.Alerts) != 2 || v.Alerts[0].Kind != coup.AlertSequenceReused || v.Alerts[0].Needs != coup.NeedsVoid {
+		t.Fatalf("pit view: suspended %v, alerts %+v", v.Suspended, v.Alerts)
+	}
+	r.refused(resume(), "needs coup 1 voided")
+	r.accepted(void(0))
+}
+
 // TestProtectProtocolVersion: a HELO announcing protocol version 2 is
 // rejected, recorded, and suspends the table with an alert.
 func TestProtectProtocolVersion(t *testing.T) {
@@ -130,15 +167,25 @@ func TestProtectStrayCardAfterResult(t *testing.T) {
 	}
 }
 
-// TestProtectUnshuffledShoe deals a shoe of new decks, one riffled once,
-// and one that repeats the shoe before, through the pseudo-terminal: each
-// is caught in its first cards.
+// TestProtectUnshuffledShoe deals through the pseudo-terminal a shoe of
+// new decks, one riffled once, one that repeats the shoe before, and one
+// that repeats it cut at a place the seed picks (the simulator deals
+// every card of the shoe before): each is caught, within its goal, and
+// the alert says why.
 func TestProtectUnshuffledShoe(t *testing.T) {
 	for _, tc := range []struct {
 		mode   shoesim.ShuffleMode
 		shoes  int
 		within int
-	}{{shoesim.ShuffleNone, 1, 12}, {shoesim.ShuffleRiffle, 1, 30}, {shoesim.ShuffleRepeat, 2, 12}} {
+		says   string
+	}{
+		{shoesim.ShuffleNone, 1, 12, "as in a new deck"},
+		{shoesim.ShuffleRiffle, 1, 30, "riffled once"},
+		{shoesim.ShuffleRepeat, 2, coup.RepeatRunLen, "of the shoe before this one, its cards 1 to 8 in the same order"},
+		// The cut may bring the cards behind the old cut card, which the
+		// table never saw, first: up to shoesim.DefaultCut of them.
+		{shoesim.ShuffleRecut, 2, coup.RepeatRunLen - 1 + shoesim.DefaultCut + coup.RepeatRunLen, "repeat 8 cards in a row of the shoe before this one"},
+	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			tcfg := tableConfig(t, nil)
 			opts := shoesim.Options{Seed: 99, Shoes: tc.shoes, Shuffle: tc.mode, Decks: tcfg.Profile.Decks}
@@ -168,9 +215,13 @@ func TestProtectUnshuffledShoe(t *testing.T) {
 					break
 				}
 			}
-			t.Logf("%s: %s", tc.mode, alertsRaised(last.Events)[0].Message)
-			if shoeCards > tc.within {
-				t.Fatalf("%s shoe caught at its card %d; want within %d", tc.mode, shoeCards, tc.within)
+			msg := alertsRaised(last.Events)[0].Message
+			t.Logf("%s: caught at card %d: %s", tc.mode, shoeCards, msg)
+			if last.Public.Shoe != tc.shoes {
+				t.Fatalf("%s: caught in shoe %d; want shoe %d", tc.mode, last.Public.Shoe, tc.shoes)
+			}
+			if shoeCards > tc.within || !strings.Contains(msg, tc.says) {
+				t.Fatalf("%s shoe caught at its card %d (want within %d): %q, want it to say %q", tc.mode, shoeCards, tc.within, msg, tc.says)
 			}
 		})
 	}

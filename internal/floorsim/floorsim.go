@@ -56,6 +56,9 @@ type Options struct {
 	CardPace time.Duration
 	CoupPace time.Duration
 	Seed     uint64
+	// Shuffle is how the tables' simulated shoes are prepared (shuffled
+	// by default; shoesim.ShuffleRecut re-uses each shoe, cut).
+	Shuffle shoesim.ShuffleMode
 	// Postgres is the database URL; Schema the floor's schema in it.
 	// Without it the store is SQLite, Dir/floor.db (the laptop demo).
 	Postgres, Schema string
@@ -447,7 +450,7 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 	if t.pty, err = shoesim.OpenPTY(link); err != nil {
 		return nil, err
 	}
-	sim, err := shoesim.New(shoesim.Options{Seed: f.o.Seed + uint64(i) + 1, Shoes: 30, Decks: 6, CardPace: f.o.CardPace, CoupPace: f.o.CoupPace},
+	sim, err := shoesim.New(shoesim.Options{Seed: f.o.Seed + uint64(i) + 1, Shoes: 30, Decks: 6, CardPace: f.o.CardPace, CoupPace: f.o.CoupPace, Shuffle: f.o.Shuffle},
 		t.pty, clock.Real, f.log.With("table", id, "part", "shoe"))
 	if err != nil {
 		return nil, err

@@ -65,14 +65,14 @@ const (
 var alertKinds = []coup.AlertKind{
 	coup.AlertCardBettingOpen, coup.AlertCardSuspended, coup.AlertCardNoCoup, coup.AlertExtraCard,
 	coup.AlertUnreadableCard, coup.AlertImpossibleCard, coup.AlertSequenceGap, coup.AlertShoeOffline,
-	coup.AlertShoeRestarted, coup.AlertWrongBurn, coup.AlertAuditFailed, coup.AlertSelfCheck,
+	coup.AlertShoeRestarted, coup.AlertWrongBurn, coup.AlertAuditFailed, coup.AlertSelfCheck, coup.AlertSequenceReused,
 }
 
 // rejectReasons are shoeread's reasons for rejecting bytes.
 var rejectReasons = []error{
 	shoeread.ErrNoise, shoeread.ErrFraming, shoeread.ErrChecksum, shoeread.ErrOversize, shoeread.ErrNonPrintable,
 	shoeread.ErrUnknownType, shoeread.ErrMalformed, shoeread.ErrBadSeq, shoeread.ErrVersion, shoeread.ErrDuplicate,
-	shoeread.ErrSeqBackwards, coup.ErrBadCard,
+	shoeread.ErrSeqReused, shoeread.ErrSeqBackwards, coup.ErrBadCard,
 }
 
 // New makes the metrics, with the Go runtime's and the process's own in

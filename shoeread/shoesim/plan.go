@@ -156,8 +156,8 @@ func (o Options) check() error {
 		return fmt.Errorf("%w: cut card rule %d", ErrOptions, o.AfterCut)
 	case o.CardPace < 0 || o.CoupPace < 0 || o.Heartbeat < 0:
 		return fmt.Errorf("%w: negative pace or heartbeat", ErrOptions)
-	case o.Shuffle != ShuffleRandom && o.Shuffle != ShuffleNone && o.Shuffle != ShuffleRiffle && o.Shuffle != ShuffleRepeat:
-		return fmt.Errorf("%w: shuffle %q: want none, riffle or repeat", ErrOptions, clip(string(o.Shuffle)))
+	case o.Shuffle != ShuffleRandom && o.Shuffle != ShuffleNone && o.Shuffle != ShuffleRiffle && o.Shuffle != ShuffleRepeat && o.Shuffle != ShuffleRecut:
+		return fmt.Errorf("%w: shuffle %q: want none, riffle, repeat or recut", ErrOptions, clip(string(o.Shuffle)))
 	}
 	if _, err := shoeread.AppendV1(nil, shoeread.Event{Kind: shoeread.KindHello, Seq: 1, Text: o.ShoeID}); err != nil {
 		return fmt.Errorf("%w: shoe id: %w", ErrOptions, err)

@@ -26,6 +26,10 @@ const (
 	// ShuffleRepeat deals every shoe after the first in the order of the
 	// shoe before it: the same shoe put back in without a shuffle.
 	ShuffleRepeat ShuffleMode = "repeat"
+	// ShuffleRecut deals every shoe after the first in the order of the
+	// shoe before it, cut at a place the seed picks: the same shoe put
+	// back in and cut, as a dealer would, without a shuffle.
+	ShuffleRecut ShuffleMode = "recut"
 )
 
 // NewDeckOrder is one deck in the US makers' new-deck order.
@@ -90,11 +94,15 @@ func prepared(mode ShuffleMode, decks int, seed uint64, n int, prev []coup.Card)
 		return append(cards[cut:], cards[:cut]...), nil
 	case ShuffleRiffle:
 		return Riffle(sortedShoe(decks), r), nil
-	case ShuffleRepeat:
+	case ShuffleRepeat, ShuffleRecut:
 		if prev == nil {
 			return Shuffle(decks, seed+uint64(n-1))
 		}
-		return append([]coup.Card(nil), prev...), nil
+		at := 0
+		if mode == ShuffleRecut {
+			at = r.IntN(len(prev))
+		}
+		return append(append([]coup.Card(nil), prev[at:]...), prev[:at]...), nil
 	}
-	return nil, fmt.Errorf("%w: shuffle %q: want none, riffle or repeat", ErrOptions, clip(string(mode)))
+	return nil, fmt.Errorf("%w: shuffle %q: want none, riffle, repeat or recut", ErrOptions, clip(string(mode)))
 }
