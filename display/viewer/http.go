@@ -6,11 +6,12 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/netlimit"
 )
 
 //go:embed web
@@ -130,14 +131,19 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
+// viewerLimits cap the viewer's connections: a few surveillance
+// officers' browsers, each a handful of connections.
+var viewerLimits = netlimit.Limits{Total: 64, PerClient: 16}
+
 // Serve serves the viewer of tl on addr until ctx ends; ready, if set, is
-// told the page's URL once it listens.
+// told the page's URL once it listens. The listener is held to
+// viewerLimits and the server to netlimit's timeouts, as the controller's.
 func Serve(ctx context.Context, addr string, tl *Timeline, source string, ready func(url string)) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := netlimit.Listen(addr, "viewer", viewerLimits, nil)
 	if err != nil {
 		return fmt.Errorf("viewer: %w", err)
 	}
-	srv := &http.Server{Handler: Handler(tl, source), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	srv := netlimit.Server(Handler(tl, source))
 	if ready != nil {
 		ready("http://" + ln.Addr().String() + "/")
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/metrics"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
+	"github.com/tablectl/tablectl/internal/netlimit"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/shoeread"
@@ -46,7 +47,14 @@ type Controller struct {
 	handler http.Handler
 	http    *http.Server
 	ln      net.Listener
-	metrics *metrics.Metrics
+	// budget is the descriptors the clients of every listener share:
+	// the open-file limit less what is open at start and a reserve for the
+	// trail (netlimit.ClientBudget).
+	budget *netlimit.Budget
+	// listeners are the held listeners (HTTP, the embedded broker's), for
+	// the metrics.
+	listeners []*netlimit.Listener
+	metrics   *metrics.Metrics
 
 	// readerMu serialises the reader: the link's goroutine decodes, a
 	// scrape reads its counters.
@@ -144,6 +152,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	}
 	m := metrics.New()
 	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey, checker: newSelfChecker(c)}
+	ctl.budget = clientBudget(log)
 	// The publisher is made once the trail is open; nothing is committed
 	// before then.
 	var pub *mqttpub.Publisher
@@ -238,10 +247,13 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		return fail(err)
 	}
 	if c.HTTP.Listen != "" {
-		ln, err := net.Listen("tcp", c.HTTP.Listen)
+		held, err := netlimit.Listen(c.HTTP.Listen, "http", netlimit.Limits{Total: c.HTTP.MaxConnections,
+			PerClient: c.HTTP.MaxConnectionsPerClient, Budget: ctl.budget}, log.With("part", "http"))
 		if err != nil {
 			return fail(fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err))
 		}
+		ctl.listeners = append(ctl.listeners, held)
+		var ln net.Listener = held
 		origins := webOrigins(ln.Addr())
 		if c.HTTP.CertFile != "" {
 			cert, err := loadHTTPCert(c.HTTP)
@@ -255,7 +267,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 			}
 		}
 		ctl.ln = ln
-		ctl.http = &http.Server{Handler: ctl.handler, ReadHeaderTimeout: 5 * time.Second}
+		// Idle and slow clients are closed (netlimit's timeouts), so none
+		// holds a connection, or a descriptor, for long.
+		ctl.http = netlimit.Server(ctl.handler)
 		if ctl.broker != nil {
 			// The web display's own pages may open the broker's WebSocket.
 			if err := ctl.broker.AllowOrigins(origins...); err != nil {
@@ -266,6 +280,32 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	return ctl, nil
 }
 
+// clientBudget raises the soft limit on open files to the hard one and
+// makes the descriptor budget the listeners' clients share: what the limit
+// leaves once the files open now (the trail's segments among them) and
+// netlimit.Reserve are set aside, so that no flood of clients takes the
+// descriptors the trail's next segment needs.
+func clientBudget(log *slog.Logger) *netlimit.Budget {
+	limit, err := netlimit.RaiseFileLimit()
+	if err != nil {
+		log.Warn("the open-file limit is unknown: no descriptor budget for clients", "err", err)
+		return nil
+	}
+	open, err := netlimit.OpenFiles()
+	if err != nil {
+		log.Warn("open files not counted: no descriptor budget for clients", "err", err)
+		return nil
+	}
+	n, short := netlimit.ClientBudget(limit, open)
+	if short {
+		log.Warn("the open-file limit is too low to keep the trail's reserve: raise LimitNOFILE", "limit", limit, "open", open,
+			"reserve", netlimit.Reserve, "client_budget", n)
+	} else {
+		log.Info("open-file limit", "limit", limit, "open", open, "reserve", netlimit.Reserve, "client_budget", n)
+	}
+	return netlimit.NewBudget(n)
+}
+
 // watch hands the running parts to the metrics and makes the HTTP
 // endpoints, /health and /metrics among them.
 func (ctl *Controller) watch() error {
@@ -274,6 +314,9 @@ func (ctl *Controller) watch() error {
 	if ctl.conn != nil {
 		src.Broker, src.Backlog = ctl.conn, ctl.pub
 		ep.Broker = ctl.brokerState
+	}
+	for _, l := range ctl.listeners {
+		src.Listeners = append(src.Listeners, l)
 	}
 	if err := ctl.metrics.Watch(src); err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -710,11 +753,17 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 		b, err := mqttbroker.Start(mqttbroker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,
 			Writer: user, WriterPassword: pass, WriterClientID: m.ClientID, Logins: access.logins, Anonymous: access.public,
 			WSOrigins: m.WSOrigins, Logger: log, ClientLimit: clientLimit(m), Clock: clk,
-			OnLimited: func(_, _ string, size int) { ctl.commands.Lost(signedcmd.CodeRateLimited, size) }})
+			OnLimited: func(_, _ string, size int) { ctl.commands.Lost(signedcmd.CodeRateLimited, size) },
+			Limits:    netlimit.Limits{Total: m.MaxConnections, PerClient: m.MaxConnectionsPerClient, Budget: ctl.budget},
+			// A command left retained on cmd would be delivered again to
+			// every later subscriber: refused, and counted.
+			NoRetain:        []string{topics.Topic(mqttpub.TopicCmd)},
+			OnRetainRefused: func(_, _ string, size int) { ctl.commands.Lost(signedcmd.CodeRetained, size) }})
 		if err != nil {
 			return nil, err
 		}
 		ctl.broker = b
+		ctl.listeners = append(ctl.listeners, b.Listeners()...)
 		url = b.URL()
 		log.Info("embedded MQTT broker listening", "tcp", b.URL(), "ws", b.WSURL())
 	}
