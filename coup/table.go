@@ -72,8 +72,15 @@ const (
 	// coup the tableau has not finished, lets resume clear a card drawn
 	// after a finished coup, and checks each shoe's shuffle.
 	RulesProtect = 1
+	// RulesDealerOrder takes the dealer's order over the table's own
+	// timers: a NOMOREBETS while the result's hold still runs ends the hold
+	// (the next coup opens, and its betting closes), instead of being
+	// ignored. Sentences that come together after a stall, a late start or
+	// a restart are then judged as the dealer dealt them, whatever the
+	// hold's timer says at their arrival.
+	RulesDealerOrder = 2
 	// CurrentRules is the version new tables take.
-	CurrentRules = RulesProtect
+	CurrentRules = RulesDealerOrder
 )
 
 // DefaultTableConfig is common casino practice for a profile.
@@ -307,6 +314,9 @@ type applier struct {
 	in      Input
 	out     []Event
 	resumed bool // a resumed event was emitted: one per input
+	// openReason, when set, is said by the betting_opened event emitted
+	// (endHold).
+	openReason string
 }
 
 func (a *applier) emit(e Event) {
@@ -340,6 +350,8 @@ func (t *Table) Apply(in Input) []Event {
 	// deadline.
 	if t.cfg.Rules >= RulesProtect && in.Kind != InTick && in.Kind != InSelfCheck && !t.deadline.IsZero() && !in.At.Before(t.deadline) && !t.Suspended() {
 		a.dueTick(t.deadline)
+	} else if t.cfg.Rules >= RulesDealerOrder && in.Kind == InButton && in.Button == ButtonNoMoreBets && t.holding() {
+		a.endHold()
 	}
 	switch in.Kind {
 	case InCard:
@@ -570,7 +582,7 @@ func (a *applier) openBetting(coup int) {
 	t.pending = -1
 	t.result = nil
 	t.final = false
-	a.emit(Event{Kind: EvBettingOpened, Phase: t.phase, Coup: coup})
+	a.emit(Event{Kind: EvBettingOpened, Phase: t.phase, Coup: coup, Reason: a.openReason})
 	a.restartTimer()
 	if t.Suspended() {
 		t.deadline = time.Time{}
@@ -926,6 +938,21 @@ func (a *applier) tick() {
 		return
 	}
 	a.dueTick(a.in.At) // as the first rules had it: the tick's own time
+}
+
+// holding reports the result's hold running: a final result stands, its
+// time not yet over, the table live.
+func (t *Table) holding() bool {
+	return t.phase == PhaseResult && t.final && !t.deadline.IsZero() && !t.Suspended()
+}
+
+// endHold ends the result's hold at the input's time: the dealer has moved
+// on to the next coup (RulesDealerOrder). Its betting opens now, with the
+// reason, for the input (the dealer's NOMOREBETS) to close.
+func (a *applier) endHold() {
+	a.openReason = "the dealer's no more bets ended the result's hold"
+	a.dueTick(a.in.At)
+	a.openReason = ""
 }
 
 // dueTick acts on the deadline that fell due at at: betting closes, or the
