@@ -81,6 +81,9 @@ type Controller struct {
 	sealed   chan struct{}
 	commands *signedcmd.Handler
 	keys     *signedcmd.Keyring // the supervisors' keys, reloaded when mqtt.keyring changes
+	// retainedClears counts the clears of retained commands sent and not
+	// yet come back on cmd (each comes back as an empty message).
+	retainedClears atomic.Int64
 
 	webPitPassword string // the demo's generated pit password
 
@@ -780,9 +783,10 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 		Broker: url, ClientID: m.ClientID, Username: user, Password: pass, TLS: tlsCfg,
 		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(ctl.cfg.TableID),
 		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Logger: log,
-		Sort:          sortCommand(ctl.commands, screen),
+		Sort:          sortCommand(ctl.commands, screen, &ctl.retainedClears),
 		PriorityInbox: commandInbox, Inbox: refusalInbox,
-		Lost: func(_ mqttpub.Lane, size int) { ctl.commands.Lost(signedcmd.CodeQueueFull, size) },
+		Lost:     func(_ mqttpub.Lane, size int) { ctl.commands.Lost(signedcmd.CodeQueueFull, size) },
+		Retained: ctl.retainedCommand,
 	})
 	if err != nil {
 		return nil, err
@@ -818,8 +822,11 @@ func clientLimit(m *MQTTSection) mqttbroker.Rate {
 // counted in the refusal summary, unless the refusal limit still grants it
 // a row and a reply of its own: then it waits in the inbox, holding the
 // token (takeCommands).
-func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen) func(string, []byte) mqttpub.Lane {
+func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen, clears *atomic.Int64) func(string, []byte) mqttpub.Lane {
 	return func(_ string, payload []byte) mqttpub.Lane {
+		if len(payload) == 0 && takeOne(clears) {
+			return mqttpub.LaneNone // the controller's own clear of a retained command, come back
+		}
 		code := screen.Check(payload, len(payload))
 		switch {
 		case code == "":
@@ -828,6 +835,47 @@ func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen) func(string, []
 			return mqttpub.LaneInbox
 		}
 		return mqttpub.LaneNone
+	}
+}
+
+// retainedCommand is the connection's Retained for cmd: a command the
+// broker kept (a client published it retained) and now delivers again. It
+// is not a command sent now: it is dropped (counted as CodeRetained in the
+// refusal summary) and cleared at the broker with an empty retained
+// message, so no later subscriber gets it. The embedded broker refuses a
+// retained command outright; Mosquitto cannot (its ACL does not govern the
+// retain flag), so this is how the shipped setup neutralises one. Called
+// in paho's handler: it never blocks.
+func (ctl *Controller) retainedCommand(topic string, size int) {
+	ctl.commands.Lost(signedcmd.CodeRetained, size)
+	if size == 0 {
+		return // a clear, delivered as retained by a broker that keeps none
+	}
+	ctl.log.Warn("a command left retained on cmd by a client: ignored, and cleared at the broker", "topic", topic, "bytes", size)
+	ctl.retainedClears.Add(1)
+	go func() {
+		tok := ctl.conn.Publish(topic, 1, true, nil)
+		select {
+		case <-tok.Done():
+			if err := tok.Error(); err != nil {
+				ctl.log.Warn("clearing the retained command at the broker", "topic", topic, "err", err)
+			}
+		case <-time.After(10 * time.Second):
+			ctl.log.Warn("clearing the retained command at the broker: no acknowledgement", "topic", topic)
+		}
+	}()
+}
+
+// takeOne takes one from n if it holds any, and reports whether it did.
+func takeOne(n *atomic.Int64) bool {
+	for {
+		v := n.Load()
+		if v <= 0 {
+			return false
+		}
+		if n.CompareAndSwap(v, v-1) {
+			return true
+		}
 	}
 }
 
