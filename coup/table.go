@@ -3,6 +3,7 @@ package coup
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -73,9 +74,9 @@ const (
 	// after a finished coup, and checks each shoe's shuffle.
 	RulesProtect = 1
 	// RulesDealerOrder takes the dealer's order over the table's own
-	// timers: a NOMOREBETS while the result's hold still runs ends the hold
-	// (the next coup opens, and its betting closes), instead of being
-	// ignored. Sentences that come together after a stall, a late start or
+	// timers: a NOMOREBETS or a NEWSHOE while the result's hold still runs
+	// ends the hold (the next coup opens, and its betting closes; or the
+	// shoe ends and the next starts), instead of being ignored. Sentences that come together after a stall, a late start or
 	// a restart are then judged as the dealer dealt them, whatever the
 	// hold's timer says at their arrival.
 	RulesDealerOrder = 2
@@ -350,7 +351,7 @@ func (t *Table) Apply(in Input) []Event {
 	// deadline.
 	if t.cfg.Rules >= RulesProtect && in.Kind != InTick && in.Kind != InSelfCheck && !t.deadline.IsZero() && !in.At.Before(t.deadline) && !t.Suspended() {
 		a.dueTick(t.deadline)
-	} else if t.cfg.Rules >= RulesDealerOrder && in.Kind == InButton && in.Button == ButtonNoMoreBets && t.holding() {
+	} else if t.cfg.Rules >= RulesDealerOrder && in.Kind == InButton && (in.Button == ButtonNoMoreBets || in.Button == ButtonNewShoe) && t.holding() {
 		a.endHold()
 	}
 	switch in.Kind {
@@ -947,10 +948,12 @@ func (t *Table) holding() bool {
 }
 
 // endHold ends the result's hold at the input's time: the dealer has moved
-// on to the next coup (RulesDealerOrder). Its betting opens now, with the
-// reason, for the input (the dealer's NOMOREBETS) to close.
+// on (RulesDealerOrder). The next coup's betting opens now, saying why, for
+// the input to act on: the dealer's NOMOREBETS closes it, a NEWSHOE ends
+// the shoe (the coup never dealt, its bets returned) and starts the next;
+// after the cut card's last coup the shoe ends now.
 func (a *applier) endHold() {
-	a.openReason = "the dealer's no more bets ended the result's hold"
+	a.openReason = "the dealer's " + strings.ReplaceAll(a.in.Button, "_", " ") + " ended the result's hold"
 	a.dueTick(a.in.At)
 	a.openReason = ""
 }

@@ -172,15 +172,25 @@ func (r *burstRig) check() {
 			}
 		}
 	}
-	want := r.plan.Shoes[0].Coups
+	type dealt struct {
+		shoe, coup int
+		cards      []coup.Card
+	}
+	var want []dealt
+	for s, sh := range r.plan.Shoes {
+		for c, cp := range sh.Coups {
+			want = append(want, dealt{s + 1, c + 1, cp.Cards})
+		}
+	}
 	if len(results) != len(want) {
 		r.t.Fatalf("%d coups recorded, the shoe dealt %d", len(results), len(want))
 	}
 	for i, e := range results {
-		if e.Coup != i+1 || !slices.Equal(e.Cards, want[i].Cards) {
-			r.t.Fatalf("coup %d recorded as coup %d %s; the shoe dealt %s", i+1, e.Coup, coup.FormatCards(e.Cards), coup.FormatCards(want[i].Cards))
+		w := want[i]
+		if e.Shoe != w.shoe || e.Coup != w.coup || !slices.Equal(e.Cards, w.cards) {
+			r.t.Fatalf("shoe %d coup %d recorded as shoe %d coup %d %s; the shoe dealt %s", w.shoe, w.coup, e.Shoe, e.Coup, coup.FormatCards(e.Cards), coup.FormatCards(w.cards))
 		}
-		checkCoup(r.t, fmt.Sprintf("coup %d", i+1), coup.CoupRecord{Cards: dealtCards(e.Cards), Result: e.Result}, want[i].Cards)
+		checkCoup(r.t, fmt.Sprintf("shoe %d coup %d", w.shoe, w.coup), coup.CoupRecord{Cards: dealtCards(e.Cards), Result: e.Result}, w.cards)
 	}
 	if r.stopCtl != nil {
 		r.stopCtl()
@@ -196,15 +206,15 @@ func dealtCards(cs []coup.Card) []coup.DealtCard {
 	return out
 }
 
-// TestBurstWholeShoeLateStart: a whole shoe's sentences, dealt while no
+// TestBurstWholeShoeLateStart: two whole shoes' sentences, dealt while no
 // controller read them, reach a fresh controller in one burst (the floor
 // demo's controller started seconds after its shoe). Every coup is
-// recorded as dealt and nothing is misplaced: each NOMOREBETS, read while
-// the last coup's result still stood by the table's clock, ends that
-// result's hold (the rules before ignored it and made the next card an
-// extra_card at coup 1).
+// recorded as dealt and nothing is misplaced: each NOMOREBETS, and the
+// second shoe's NEWSHOE, read while the last coup's result still stood by
+// the table's clock, ends that result's hold (the rules before ignored them
+// and made the next card an extra_card at coup 1).
 func TestBurstWholeShoeLateStart(t *testing.T) {
-	r := newBurstRig(t, shoesim.Options{Seed: 3108})
+	r := newBurstRig(t, shoesim.Options{Seed: 3108, Shoes: 2})
 	r.deal()
 	// The shoe deals into the line's buffer until it is full, then waits.
 	waitFor(t, "the shoe to fill the line's buffer", func() bool { return len(r.sim.Record().Sent) > 40 })
@@ -212,7 +222,7 @@ func TestBurstWholeShoeLateStart(t *testing.T) {
 	<-r.simDone
 	last := r.lastInput()
 	r.awaitRecorded(last.Seq)
-	t.Logf("%d sentences of %d coups in one burst", last.Seq, len(r.plan.Shoes[0].Coups))
+	t.Logf("%d sentences of two shoes, %d and %d coups, in one burst", last.Seq, len(r.plan.Shoes[0].Coups), len(r.plan.Shoes[1].Coups))
 	r.check()
 }
 
@@ -236,6 +246,7 @@ func TestBurstAfterRestart(t *testing.T) {
 	r.start()
 	last := r.lastInput()
 	r.awaitRecorded(last.Seq)
+	r.plan.Shoes = r.plan.Shoes[:1]
 	r.plan.Shoes[0].Coups = r.plan.Shoes[0].Coups[:12]
 	r.check()
 }

@@ -246,16 +246,22 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	if err != nil {
 		return fail(err)
 	}
-	if err := ctl.watch(); err != nil {
-		return fail(err)
-	}
+	var held *netlimit.Listener
 	if c.HTTP.Listen != "" {
-		held, err := netlimit.Listen(c.HTTP.Listen, "http", netlimit.Limits{Total: c.HTTP.MaxConnections,
-			PerClient: c.HTTP.MaxConnectionsPerClient, Budget: ctl.budget}, log.With("part", "http"))
-		if err != nil {
+		// Before the metrics are watched: its counts are theirs.
+		if held, err = netlimit.Listen(c.HTTP.Listen, "http", netlimit.Limits{Total: c.HTTP.MaxConnections,
+			PerClient: c.HTTP.MaxConnectionsPerClient, Budget: ctl.budget}, log.With("part", "http")); err != nil {
 			return fail(fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err))
 		}
 		ctl.listeners = append(ctl.listeners, held)
+	}
+	if err := ctl.watch(); err != nil {
+		if held != nil {
+			held.Close()
+		}
+		return fail(err)
+	}
+	if held != nil {
 		var ln net.Listener = held
 		origins := webOrigins(ln.Addr())
 		if c.HTTP.CertFile != "" {
