@@ -447,11 +447,18 @@ func (s *Store) NextSegment(ctx context.Context, day string) error {
 // gaming day day. The caller holds s.mu.
 func (s *Store) openNext(ctx context.Context, base Head, day string) (*Store, error) {
 	path := filepath.Join(s.seg.dir, SegmentName(base.Seq+1, day))
+	_, statErr := os.Stat(path)
 	if err := makeSegment(ctx, path, s.table, base); err != nil {
 		return nil, err
 	}
 	n, err := Open(ctx, path, Options{Table: s.table, Clock: s.clock, Key: s.key, CheckpointEvery: s.every, Logger: s.log, base: base})
 	if err != nil {
+		if errors.Is(statErr, os.ErrNotExist) {
+			// Made just now, and holding no row: not left behind.
+			for _, f := range []string{path, path + "-wal", path + "-shm", path + "-journal", path + "-lock"} {
+				os.Remove(f)
+			}
+		}
 		return nil, err
 	}
 	if n.base != base || n.head != base {

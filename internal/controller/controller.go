@@ -248,6 +248,12 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	}
 	var held *netlimit.Listener
 	if c.HTTP.Listen != "" {
+		// A config made in code (the demo, tests) has not been through
+		// ParseConfig: its caps get their defaults here.
+		if err := connectionCaps("http", &c.HTTP.MaxConnections, &c.HTTP.MaxConnectionsPerClient,
+			DefaultHTTPMaxConnections, DefaultHTTPMaxConnectionsPerClient); err != nil {
+			return fail(err)
+		}
 		// Before the metrics are watched: its counts are theirs.
 		if held, err = netlimit.Listen(c.HTTP.Listen, "http", netlimit.Limits{Total: c.HTTP.MaxConnections,
 			PerClient: c.HTTP.MaxConnectionsPerClient, Budget: ctl.budget}, log.With("part", "http")); err != nil {
@@ -757,6 +763,10 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 		}
 		access, err := ctl.embeddedAccess(topics)
 		if err != nil {
+			return nil, err
+		}
+		if err := connectionCaps("mqtt", &m.MaxConnections, &m.MaxConnectionsPerClient,
+			DefaultMQTTMaxConnections, DefaultMQTTMaxConnectionsPerClient); err != nil {
 			return nil, err
 		}
 		b, err := mqttbroker.Start(mqttbroker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,

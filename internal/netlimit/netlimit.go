@@ -150,14 +150,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 			wait = min(max(2*wait, backoffMin), backoffMax)
 			if now := time.Now(); run == 1 || now.Sub(lastLog) >= 10*time.Second {
 				lastLog = now
-				l.log.Warn("listener: accept failed; waiting, then accepting again", "listener", l.name, "err", err,
+				l.log.Warn("listener: accept failed; waiting, then accepting again", "name", l.name, "err", err,
 					"transient", Transient(err), "retry_in", wait, "errors_in_a_row", run)
 			}
 			time.Sleep(wait)
 			continue
 		}
 		if run > 0 {
-			l.log.Info("listener: accepting again", "listener", l.name, "errors_in_a_row", run)
+			l.log.Info("listener: accepting again", "name", l.name, "errors_in_a_row", run)
 			wait, run = 0, 0
 		}
 		if lc, ok := l.admit(c); ok {
@@ -189,7 +189,7 @@ func (l *Listener) admit(c net.Conn) (net.Conn, bool) {
 		c.Close()
 		n := l.refused[reasonIndex(reason)].Add(1)
 		if n&(n-1) == 0 { // log at 1, 2, 4, 8...
-			l.log.Warn("listener: connection refused at its limit", "listener", l.name, "client", client, "limit", reason,
+			l.log.Warn("listener: connection refused at its limit", "name", l.name, "client", client, "limit", reason,
 				"total", l.lim.Total, "per_client", l.lim.PerClient, "open", open, "refused", n)
 		}
 		return nil, false
