@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -276,19 +277,9 @@ func openDir(ctx context.Context, g *segments, day string, opt Options) (*Store,
 		if first, _ := parseSegmentName(filepath.Base(p)); first != rd.base.Seq+1 {
 			return nil, fmt.Errorf("audit segment %s: named for seq %d, but its chain starts after seq %d", p, first, rd.base.Seq)
 		}
-		if i == len(paths)-1 && prev != nil && sg.head == rd.base && (!prevSealed || rd.base != prev.head) {
-			// The newest file has no row of its own and does not follow the
-			// one before it: a successor made ahead of a seal that was never
-			// written, or went in at another head (Store.CutOver), then the
-			// process stopped. It holds nothing of the trail.
+		if i == len(paths)-1 && madeAhead(prev, prevSealed, sg) {
 			g.sealed = g.sealed[:len(g.sealed)-1]
-			rd.Close()
-			for _, f := range []string{p, p + "-wal", p + "-shm", p + "-journal", p + "-lock"} {
-				os.Remove(f)
-			}
-			if opt.Logger != nil {
-				opt.Logger.Warn("audit segment made ahead of a cut-over that did not happen: removed (it held no row)", "segment", p)
-			}
+			removeAhead(sg, opt.Logger)
 			break
 		}
 		if prev != nil {
@@ -338,6 +329,26 @@ func openDir(ctx context.Context, g *segments, day string, opt Options) (*Store,
 	g.live = st.r
 	st.seg = g
 	return st, nil
+}
+
+// madeAhead reports a newest segment sg that has no row of its own and
+// does not follow the one before it (prev, sealed or not): a successor made
+// ahead of a seal that was never written, or went in at another head
+// (Store.CutOver), before the process stopped. It holds nothing of the
+// trail.
+func madeAhead(prev *segment, prevSealed bool, sg *segment) bool {
+	return prev != nil && sg.head == sg.base && (!prevSealed || sg.base != prev.head)
+}
+
+// removeAhead deletes a segment made ahead (madeAhead) and says so.
+func removeAhead(sg *segment, log *slog.Logger) {
+	sg.r.Close()
+	for _, f := range []string{sg.path, sg.path + "-wal", sg.path + "-shm", sg.path + "-journal", sg.path + "-lock"} {
+		os.Remove(f)
+	}
+	if log != nil {
+		log.Warn("audit segment made ahead of a cut-over that did not happen: removed (it held no row)", "segment", sg.path)
+	}
 }
 
 // ErrSealed is an append to a segment already sealed, before the next one

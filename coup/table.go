@@ -342,18 +342,7 @@ func (t *Table) Apply(in Input) []Event {
 	if in.ShoeSeq > 0 && in.Kind != InGap {
 		t.lastSeq = in.ShoeSeq
 	}
-	// A deadline that passed before this input came is acted on first, as
-	// its tick would have been: inputs are judged at their own time, not
-	// at whatever moment the timer got round to it (after a restart, a
-	// burst of sentences the shoe sent while the controller was down comes
-	// in with their times spread by the heartbeats between them).
-	// A self-check is the controller's, not the game's: it moves no
-	// deadline.
-	if t.cfg.Rules >= RulesProtect && in.Kind != InTick && in.Kind != InSelfCheck && !t.deadline.IsZero() && !in.At.Before(t.deadline) && !t.Suspended() {
-		a.dueTick(t.deadline)
-	} else if t.cfg.Rules >= RulesDealerOrder && in.Kind == InButton && (in.Button == ButtonNoMoreBets || in.Button == ButtonNewShoe) && t.holding() {
-		a.endHold()
-	}
+	a.timersFirst()
 	switch in.Kind {
 	case InCard:
 		inShoe := t.phase != PhaseNoShoe
@@ -939,6 +928,25 @@ func (a *applier) tick() {
 		return
 	}
 	a.dueTick(a.in.At) // as the first rules had it: the tick's own time
+}
+
+// timersFirst acts, before the input, on what the table's timers owe it.
+// A deadline that passed before this input came is acted on first, as its
+// tick would have been: inputs are judged at their own time, not at
+// whatever moment the timer got round to it (after a restart, a burst of
+// sentences the shoe sent while the controller was down comes in with
+// their times spread by the heartbeats between them). A self-check is the
+// controller's, not the game's: it moves no deadline. And from
+// RulesDealerOrder, the dealer moving on (NOMOREBETS, NEWSHOE) ends the
+// result's hold, whatever its timer says.
+func (a *applier) timersFirst() {
+	t, in := a.t, a.in
+	switch {
+	case t.cfg.Rules >= RulesProtect && in.Kind != InTick && in.Kind != InSelfCheck && !t.deadline.IsZero() && !in.At.Before(t.deadline) && !t.Suspended():
+		a.dueTick(t.deadline)
+	case t.cfg.Rules >= RulesDealerOrder && in.Kind == InButton && (in.Button == ButtonNoMoreBets || in.Button == ButtonNewShoe) && t.holding():
+		a.endHold()
+	}
 }
 
 // holding reports the result's hold running: a final result stands, its

@@ -246,20 +246,9 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	if err != nil {
 		return fail(err)
 	}
-	var held *netlimit.Listener
-	if c.HTTP.Listen != "" {
-		// A config made in code (the demo, tests) has not been through
-		// ParseConfig: its caps get their defaults here.
-		if err := connectionCaps("http", &c.HTTP.MaxConnections, &c.HTTP.MaxConnectionsPerClient,
-			DefaultHTTPMaxConnections, DefaultHTTPMaxConnectionsPerClient); err != nil {
-			return fail(err)
-		}
-		// Before the metrics are watched: its counts are theirs.
-		if held, err = netlimit.Listen(c.HTTP.Listen, "http", netlimit.Limits{Total: c.HTTP.MaxConnections,
-			PerClient: c.HTTP.MaxConnectionsPerClient, Budget: ctl.budget}, log.With("part", "http")); err != nil {
-			return fail(fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err))
-		}
-		ctl.listeners = append(ctl.listeners, held)
+	held, err := ctl.listenHTTP()
+	if err != nil {
+		return fail(err)
 	}
 	if err := ctl.watch(); err != nil {
 		if held != nil {
@@ -267,32 +256,63 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 		}
 		return fail(err)
 	}
-	if held != nil {
-		var ln net.Listener = held
-		origins := webOrigins(ln.Addr())
-		if c.HTTP.CertFile != "" {
-			cert, err := loadHTTPCert(c.HTTP)
-			if err != nil {
-				ln.Close()
-				return fail(err)
-			}
-			ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-			for i, o := range origins {
-				origins[i] = "https://" + strings.TrimPrefix(o, "http://")
-			}
-		}
-		ctl.ln = ln
-		// Idle and slow clients are closed (netlimit's timeouts), so none
-		// holds a connection, or a descriptor, for long.
-		ctl.http = netlimit.Server(ctl.handler)
-		if ctl.broker != nil {
-			// The web display's own pages may open the broker's WebSocket.
-			if err := ctl.broker.AllowOrigins(origins...); err != nil {
-				return fail(err)
-			}
-		}
+	if err := ctl.serveHTTP(held); err != nil {
+		return fail(err)
 	}
 	return ctl, nil
+}
+
+// listenHTTP listens on http.listen (nil without it), held to its caps and
+// the descriptor budget. It comes before the metrics are watched: its
+// counts are theirs.
+func (ctl *Controller) listenHTTP() (*netlimit.Listener, error) {
+	h := &ctl.cfg.HTTP
+	if h.Listen == "" {
+		return nil, nil
+	}
+	// A config made in code (the demo, tests) has not been through
+	// ParseConfig: its caps get their defaults here.
+	if err := connectionCaps("http", &h.MaxConnections, &h.MaxConnectionsPerClient,
+		DefaultHTTPMaxConnections, DefaultHTTPMaxConnectionsPerClient); err != nil {
+		return nil, err
+	}
+	held, err := netlimit.Listen(h.Listen, "http", netlimit.Limits{Total: h.MaxConnections,
+		PerClient: h.MaxConnectionsPerClient, Budget: ctl.budget}, ctl.log.With("part", "http"))
+	if err != nil {
+		return nil, fmt.Errorf("http.listen %s: %w", h.Listen, err)
+	}
+	ctl.listeners = append(ctl.listeners, held)
+	return held, nil
+}
+
+// serveHTTP makes the HTTP server of the endpoints on held (TLS with
+// http.cert_file), and lets the web display's own pages open the embedded
+// broker's WebSocket. Nothing without a listener.
+func (ctl *Controller) serveHTTP(held *netlimit.Listener) error {
+	if held == nil {
+		return nil
+	}
+	var ln net.Listener = held
+	origins := webOrigins(ln.Addr())
+	if ctl.cfg.HTTP.CertFile != "" {
+		cert, err := loadHTTPCert(ctl.cfg.HTTP)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		for i, o := range origins {
+			origins[i] = "https://" + strings.TrimPrefix(o, "http://")
+		}
+	}
+	ctl.ln = ln
+	// Idle and slow clients are closed (netlimit's timeouts), so none
+	// holds a connection, or a descriptor, for long.
+	ctl.http = netlimit.Server(ctl.handler)
+	if ctl.broker != nil {
+		return ctl.broker.AllowOrigins(origins...)
+	}
+	return nil
 }
 
 // clientBudget raises the soft limit on open files to the hard one and
