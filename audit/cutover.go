@@ -5,6 +5,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -89,7 +90,18 @@ type cutState struct {
 	// pending: the live segment is sealed, or its successor lacks its
 	// opening snapshot; nothing else is written until that is done.
 	pending bool
+	// retryAt: a cut-over put off (ErrCutPutOff) is not tried again
+	// before then.
+	retryAt time.Time
+	// sealed is the segment this run sealed, until the cut is finished
+	// (OnSealed is told then), and sealSeq its seal row.
+	sealed  string
+	sealSeq int64
 }
+
+// CutRetry is how long a cut-over that could not make the next segment
+// waits before it is tried again (the live segment goes on meanwhile).
+const CutRetry = 10 * time.Second
 
 // initCut sets the cut-over from the live segment's first row (now for an
 // empty one): a controller that was off at the hour cuts at its first
@@ -112,7 +124,7 @@ func (r *Recorder) initCut(ctx context.Context) error {
 // maybeCut cuts over after a commit when the gaming day has ended and the
 // table is between coups. The caller holds r.mu.
 func (r *Recorder) maybeCut(ctx context.Context, at time.Time) {
-	if r.seg == nil || !r.table.BetweenCoups() {
+	if r.seg == nil || !r.table.BetweenCoups() || later(r.clock.Now(), at).Before(r.seg.retryAt) {
 		return
 	}
 	switch {
@@ -129,7 +141,7 @@ func (r *Recorder) maybeCut(ctx context.Context, at time.Time) {
 func (r *Recorder) CutIfDue(ctx context.Context) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.seg == nil || r.failing != nil || r.clock.Now().Before(r.seg.due) || !r.table.BetweenCoups() {
+	if r.seg == nil || r.failing != nil || r.clock.Now().Before(r.seg.due) || r.clock.Now().Before(r.seg.retryAt) || !r.table.BetweenCoups() {
 		return false
 	}
 	return r.cutLocked(ctx, "cutover") == nil
@@ -151,28 +163,44 @@ func (r *Recorder) Cut(ctx context.Context) error {
 }
 
 // cutLocked seals the live segment (its seal row and a signed checkpoint of
-// it, one transaction) and opens the next with a snapshot of the table. A
-// failure is a trail write failure: the table is suspended until the next
+// it, one transaction) and opens the next with a snapshot of the table.
+// The next segment is made and opened before the seal is written
+// (Store.CutOver): if it cannot be (no descriptor, no room for a file),
+// nothing is sealed, the live segment goes on, and the cut is tried again
+// CutRetry later; no input is lost to it. A failure once the seal is
+// written is a trail write failure: the table is suspended until the next
 // segment is open. The caller holds r.mu.
 func (r *Recorder) cutLocked(ctx context.Context, reason string) error {
 	st := r.store
 	sealed := st.Path()
-	rec, err := st.Seal(ctx, SealBody{Segment: filepath.Base(sealed), FirstSeq: st.Base().Seq + 1, Day: r.seg.day, Reason: reason})
+	now := r.clock.Now()
+	if r.lastAt.After(now) {
+		now = r.lastAt // the inputs' own times, when they came stamped
+	}
+	rec, wrote, err := st.CutOver(ctx, SealBody{Segment: filepath.Base(sealed), FirstSeq: st.Base().Seq + 1, Day: r.seg.day, Reason: reason},
+		r.seg.policy.DayName(now))
+	if !wrote {
+		if err == nil {
+			err = errors.New("audit cut-over: nothing sealed")
+		}
+		r.seg.retryAt = now.Add(CutRetry)
+		if !errors.Is(err, ErrCutPutOff) {
+			r.fail(err)
+			return err
+		}
+		r.log.Warn("audit cut-over put off: the next segment could not be made; the live one goes on", "err", err, "retry_in", CutRetry)
+		return err
+	}
+	r.seg.retryAt = time.Time{}
+	r.seg.pending, r.seg.sealed, r.seg.sealSeq = true, sealed, rec.Seq
+	r.notify([]Record{rec})
 	if err != nil {
+		// Sealed, and the next segment not open: nothing is written until
+		// it is (finishCut, at the next commit or retry).
 		r.fail(err)
 		return err
 	}
-	r.seg.pending = true
-	r.notify([]Record{rec})
-	cutHook("sealed")
-	if err := r.finishCut(ctx); err != nil {
-		return err
-	}
-	r.log.Info("audit segment sealed; the next one is open", "sealed", sealed, "seal_seq", rec.Seq, "next", st.Path(), "day", r.seg.day)
-	if p := r.seg.policy; p.OnSealed != nil {
-		p.OnSealed(sealed)
-	}
-	return nil
+	return r.finishCut(ctx)
 }
 
 // finishCut opens the segment after a sealed one and writes its opening
@@ -206,7 +234,23 @@ func (r *Recorder) finishCut(ctx context.Context) error {
 	}
 	r.seg.pending = false
 	r.seg.day, r.seg.due, r.seg.shoe = r.seg.policy.DayName(now), r.seg.policy.DayEnd(now), r.table.ShoeNumber()
+	if sealed := r.seg.sealed; sealed != "" {
+		// Told once the cut is whole, even when it was finished later.
+		r.seg.sealed = ""
+		r.log.Info("audit segment sealed; the next one is open", "sealed", sealed, "seal_seq", r.seg.sealSeq, "next", r.store.Path(), "day", r.seg.day)
+		if p := r.seg.policy; p.OnSealed != nil {
+			p.OnSealed(sealed)
+		}
+	}
 	return nil
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // notify tells OnCommit of rows that are not the table's inputs.

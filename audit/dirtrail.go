@@ -56,6 +56,10 @@ func OpenTrail(ctx context.Context, paths ...string) (*Reader, error) {
 			r.Close()
 			return nil, err
 		}
+		if i == len(paths)-1 && i > 0 && aheadOfSeal(ctx, r.parts[len(r.parts)-1], part) {
+			part.Close()
+			break // made ahead of a seal that was not written: no rows
+		}
 		r.parts = append(r.parts, part)
 		if part.table != r.parts[0].table {
 			r.Close()
@@ -65,6 +69,19 @@ func OpenTrail(ctx context.Context, paths ...string) (*Reader, error) {
 	r.table = r.parts[0].table
 	r.base = r.parts[0].base
 	return r, nil
+}
+
+// aheadOfSeal reports a newest segment made ahead of a seal that was never
+// written, or went in at another head (Store.CutOver), before the process
+// stopped: it has no row of its own and does not follow the segment before
+// it. It holds nothing of the trail; the next start removes it.
+func aheadOfSeal(ctx context.Context, prev, last *Reader) bool {
+	h, err := last.Head(ctx)
+	if err != nil || h != last.base {
+		return false
+	}
+	ph, err := prev.Head(ctx)
+	return err == nil && last.base != ph
 }
 
 // Segments lists the files a trail of segments reads, in order (one for a

@@ -67,9 +67,10 @@ func segChild(dir string) int {
 }
 
 // TestKillDuringCutover kills (SIGKILL) a recorder on a directory trail
-// during its cut-overs: at each step of one (just after the seal row is
-// committed, just after the next file is opened, just after its opening
-// snapshot), at its first, second or third cut of the run, and at random
+// during its cut-overs: at each step of one (just after the next file is
+// made and opened, before the seal row: the next start removes that file,
+// which holds no row; just after the seal row is committed, just after the
+// next file is made live, just after its opening snapshot), at its first, second or third cut of the run, and at random
 // points besides. After each kill the directory verifies with the key
 // across every segment, every acknowledged row is there, a replay across
 // the files finds no difference, and the next start continues the chain
@@ -79,10 +80,10 @@ func TestKillDuringCutover(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir() + "/trail"
 	rng := rand.New(rand.NewPCG(16, 1))
-	steps := []string{"sealed", "opened", "snapshot", ""}
-	rounds := 12
+	steps := []string{"prepared", "sealed", "opened", "snapshot", ""}
+	rounds := 15
 	if testing.Short() {
-		rounds = 4
+		rounds = 5
 	}
 	var acked int64
 	for round := 0; round < rounds; round++ {

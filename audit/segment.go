@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -276,6 +277,11 @@ func openDir(ctx context.Context, g *segments, day string, opt Options) (*Store,
 		if first, _ := parseSegmentName(filepath.Base(p)); first != rd.base.Seq+1 {
 			return nil, fmt.Errorf("audit segment %s: named for seq %d, but its chain starts after seq %d", p, first, rd.base.Seq)
 		}
+		if i == len(paths)-1 && madeAhead(prev, prevSealed, sg) {
+			g.sealed = g.sealed[:len(g.sealed)-1]
+			removeAhead(sg, opt.Logger)
+			break
+		}
 		if prev != nil {
 			if !prevSealed {
 				return nil, fmt.Errorf("audit segment %s is followed by %s but does not end with a seal row", prev.path, p)
@@ -323,6 +329,26 @@ func openDir(ctx context.Context, g *segments, day string, opt Options) (*Store,
 	g.live = st.r
 	st.seg = g
 	return st, nil
+}
+
+// madeAhead reports a newest segment sg that has no row of its own and
+// does not follow the one before it (prev, sealed or not): a successor made
+// ahead of a seal that was never written, or went in at another head
+// (Store.CutOver), before the process stopped. It holds nothing of the
+// trail.
+func madeAhead(prev *segment, prevSealed bool, sg *segment) bool {
+	return prev != nil && sg.head == sg.base && (!prevSealed || sg.base != prev.head)
+}
+
+// removeAhead deletes a segment made ahead (madeAhead) and says so.
+func removeAhead(sg *segment, log *slog.Logger) {
+	sg.r.Close()
+	for _, f := range []string{sg.path, sg.path + "-wal", sg.path + "-shm", sg.path + "-journal", sg.path + "-lock"} {
+		os.Remove(f)
+	}
+	if log != nil {
+		log.Warn("audit segment made ahead of a cut-over that did not happen: removed (it held no row)", "segment", sg.path)
+	}
 }
 
 // ErrSealed is an append to a segment already sealed, before the next one
@@ -383,10 +409,16 @@ func (s *Store) seal(ctx context.Context, body SealBody) (Record, error) {
 	if s.sealedLive {
 		return Record{}, ErrSealed
 	}
+	return s.sealLocked(b, "")
+}
+
+// sealLocked commits the seal row (its canonical body b), stamped at when
+// set. The caller holds s.mu.
+func (s *Store) sealLocked(b []byte, at string) (Record, error) {
 	// The seal always carries its checkpoint, whatever the interval.
 	every := s.every
 	s.every = 1
-	recs, cp, err := s.commit([]Event{{Kind: KindSeal, Body: body}}, [][]byte{b})
+	recs, cp, err := s.commitAt([]Event{{Kind: KindSeal}}, [][]byte{b}, at)
 	s.every = every
 	if err != nil {
 		return Record{}, err
@@ -414,19 +446,112 @@ func (s *Store) NextSegment(ctx context.Context, day string) error {
 	if !s.sealedLive {
 		return errors.New("audit next segment: the live one is not sealed")
 	}
-	base := s.head
-	path := filepath.Join(s.seg.dir, SegmentName(base.Seq+1, day))
-	if err := makeSegment(ctx, path, s.table, base); err != nil {
-		return err
-	}
-	n, err := Open(ctx, path, Options{Table: s.table, Clock: s.clock, Key: s.key, CheckpointEvery: s.every, Logger: s.log, base: base})
+	n, err := s.openNext(ctx, s.head, day)
 	if err != nil {
 		return err
 	}
+	s.switchTo(ctx, n)
+	return nil
+}
+
+// openNext makes and opens the segment whose chain starts after base, for
+// gaming day day. The caller holds s.mu.
+func (s *Store) openNext(ctx context.Context, base Head, day string) (*Store, error) {
+	path := filepath.Join(s.seg.dir, SegmentName(base.Seq+1, day))
+	_, statErr := os.Stat(path)
+	if err := makeSegment(ctx, path, s.table, base); err != nil {
+		return nil, err
+	}
+	n, err := Open(ctx, path, Options{Table: s.table, Clock: s.clock, Key: s.key, CheckpointEvery: s.every, Logger: s.log, base: base})
+	if err != nil {
+		if errors.Is(statErr, os.ErrNotExist) {
+			// Made just now, and holding no row: not left behind.
+			for _, f := range []string{path, path + "-wal", path + "-shm", path + "-journal", path + "-lock"} {
+				os.Remove(f)
+			}
+		}
+		return nil, err
+	}
 	if n.base != base || n.head != base {
 		n.closeAll()
-		return fmt.Errorf("audit segment %s exists and does not start at seq %d", path, base.Seq+1)
+		return nil, fmt.Errorf("audit segment %s exists and does not start at seq %d", path, base.Seq+1)
 	}
+	return n, nil
+}
+
+// ErrCutPutOff is a cut-over that did not happen because the next segment
+// could not be made (no descriptor, no room for a file): nothing was
+// sealed, the live segment takes rows as before, and the cut is tried
+// again later.
+var ErrCutPutOff = errors.New("audit cut-over put off: the next segment could not be made; the live one goes on")
+
+// CutOver seals the live segment and makes the next one live, the next one
+// made and opened first, before the seal row is written: its base is the
+// seal row to come (its seq and hash, computed ahead, the row stamped at
+// that moment). So a cut-over that cannot get a new file (the process out
+// of descriptors, the disk out of room for one) seals nothing: it fails
+// with ErrCutPutOff and the live segment goes on taking rows, and no input
+// waits on the cut. Only once the seal is written can a failure leave the
+// trail sealed without a live segment (then Sealed reports it and
+// NextSegment finishes the cut). sealed reports whether the seal row was
+// written.
+func (s *Store) CutOver(ctx context.Context, body SealBody, day string) (rec Record, sealed bool, err error) {
+	if s.seg == nil {
+		return Record{}, false, errors.New("audit cut-over: not a directory trail")
+	}
+	b, err := prepare(Event{Kind: KindSeal, Body: body})
+	if err != nil {
+		return Record{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Record{}, false, ErrClosed
+	}
+	if s.sealedLive {
+		return Record{}, false, ErrSealed
+	}
+	at := formatTime(s.clock.Now())
+	t, _ := parseTime(at)
+	seq := s.head.Seq + 1
+	next := Head{Seq: seq, Hash: rowHash(seq, at, KindSeal, 0, 0, b, s.head.Hash)}
+	n, err := s.openNext(ctx, next, day)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("%w: %w", ErrCutPutOff, err)
+	}
+	cutHook("prepared")
+	rec, err = s.sealLocked(b, at)
+	if err != nil {
+		// Nothing sealed: the file made ahead holds no row of the trail.
+		removeSegment(n)
+		return Record{}, false, err
+	}
+	if got := (Head{Seq: rec.Seq, Hash: rec.Hash}); got != next || !rec.At.Equal(t) {
+		// The seal went in elsewhere (the head had moved: adopt); the file
+		// made ahead does not follow it.
+		removeSegment(n)
+		if n, err = s.openNext(ctx, Head{Seq: rec.Seq, Hash: rec.Hash}, day); err != nil {
+			return rec, true, err
+		}
+	}
+	cutHook("sealed")
+	s.switchTo(ctx, n)
+	cutHook("opened")
+	return rec, true, nil
+}
+
+// removeSegment closes a segment opened ahead and never used, and deletes
+// its files: it holds no row of the trail.
+func removeSegment(n *Store) {
+	n.closeAll()
+	for _, f := range []string{n.path, n.path + "-wal", n.path + "-shm", n.path + "-journal", n.path + "-lock"} {
+		os.Remove(f)
+	}
+}
+
+// switchTo makes n, the segment opened after the sealed live one, the live
+// file. The caller holds s.mu.
+func (s *Store) switchTo(ctx context.Context, n *Store) {
 	s.seg.mu.Lock()
 	s.seg.sealed = append(s.seg.sealed, &segment{path: s.path, base: s.base, head: s.head, r: s.r})
 	s.seg.live = n.r
@@ -451,7 +576,6 @@ func (s *Store) NextSegment(ctx context.Context, day string) error {
 	if err := errors.Join(errs...); err != nil {
 		s.log.Warn("audit segment: closing the sealed file's writer", "err", err)
 	}
-	return nil
 }
 
 // SealedSegments lists the sealed segments still on the box, oldest first.

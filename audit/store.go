@@ -405,6 +405,13 @@ func prepare(e Event) ([]byte, error) {
 // commit writes the rows (and a checkpoint if due) in one transaction. The
 // caller holds s.mu.
 func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Checkpoint, err error) {
+	return s.commitAt(events, bodies, "")
+}
+
+// commitAt is commit with every row stamped at (RFC 3339, as formatTime
+// writes it) rather than by the clock, when at is set: a seal whose row
+// the next segment's base was made from ahead of it (CutOver).
+func (s *Store) commitAt(events []Event, bodies [][]byte, at string) (recs []Record, cp *Checkpoint, err error) {
 	// Not the caller's ctx: see Append.
 	ctx := context.Background()
 	seq := s.head.Seq + 1
@@ -425,7 +432,10 @@ func (s *Store) commit(events []Event, bodies [][]byte) (recs []Record, cp *Chec
 	// program, it is dropped unused.
 	ats := make([]string, len(events))
 	for i := range events {
-		ats[i] = formatTime(s.clock.Now())
+		ats[i] = at
+		if at == "" {
+			ats[i] = formatTime(s.clock.Now())
+		}
 	}
 	build := func(base Head) []Record {
 		out := make([]Record, len(events))

@@ -40,6 +40,12 @@ const (
 	// published faster than the broker allows one client. Only counted, in
 	// a KindRefusals row.
 	CodeRateLimited = "rate_limited"
+	// CodeRetained: a command published as a retained message, which the
+	// broker would deliver again to every later subscriber: refused by
+	// the embedded broker, or dropped by the controller when a broker
+	// delivers it as retained (and cleared there). Only counted, in a
+	// KindRefusals row.
+	CodeRetained = "retained"
 )
 
 // Refusal is a command refused before it reached the table.

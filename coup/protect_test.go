@@ -140,6 +140,59 @@ func TestInputsJudgedAtTheirTime(t *testing.T) {
 	}
 }
 
+// TestDealerEndsTheHold: the dealer's NOMOREBETS while the result's hold
+// still runs (a burst of sentences read together after a stall or a late
+// start, at one time) is judged in the dealer's order from RulesDealerOrder
+// on: the hold ends, the next coup opens and closes, and its cards are
+// dealt; the rules before ignored it and made the next card a misdeal no
+// dealer made. A NEWSHOE in the hold ends the shoe and starts the next (it
+// was ignored, and the burn's first card became an extra card). A card in
+// the hold with no NOMOREBETS before it stays an extra card, and a
+// suspended table's hold is not ended.
+func TestDealerEndsTheHold(t *testing.T) {
+	for _, rules := range []int{RulesFirst, RulesProtect, RulesDealerOrder} {
+		t.Run(fmt.Sprint("rules ", rules), func(t *testing.T) {
+			h := newHarness(t, func(c *TableConfig) { c.Rules = rules })
+			h.open()
+			h.cards("9H,3H,KD,KS")
+			h.expect(h.btn(ButtonReveal), "cards_revealed")
+			// The same instant: the burst.
+			if rules < RulesDealerOrder {
+				h.expect(h.btn(ButtonNoMoreBets), "input_ignored")
+				h.expect(h.card("2C"), "alert:extra_card suspended")
+				return
+			}
+			evs := h.btn(ButtonNoMoreBets)
+			h.expect(evs, "betting_opened betting_closed")
+			if evs[0].Coup != 2 || evs[0].Reason != "the dealer's no more bets ended the result's hold" || evs[1].By != "button" {
+				t.Fatalf("the hold ended as %+v", evs)
+			}
+			if _, ok := h.tab.Deadline(); ok {
+				t.Fatal("a deadline left running after the hold ended")
+			}
+			h.expect(h.cards("9C,4D,KC,9D"), "card_dealt card_dealt card_dealt card_dealt coup_result") // a natural
+			h.expect(h.btn(ButtonReveal), "cards_revealed")
+			// A NEWSHOE in the hold: the next coup never dealt (its bets
+			// returned), the shoe ends, the next starts.
+			evs = h.btn(ButtonNewShoe)
+			h.expect(evs, "betting_opened coup_voided shoe_ended shoe_started")
+			if evs[0].Reason != "the dealer's new shoe ended the result's hold" {
+				t.Fatalf("the hold ended as %+v", evs[0])
+			}
+			h.expect(h.card("AH"), "burn_card") // burn one
+			h.expect(h.card("2D"), "burn_card")
+			h.expect(h.btn(ButtonBurnDone), "burn_done betting_opened")
+			h.expect(h.btn(ButtonNoMoreBets), "betting_closed")
+			h.expect(h.cards("8C,7D,QH,JD"), "card_dealt card_dealt card_dealt card_dealt coup_result")
+			h.expect(h.btn(ButtonReveal), "cards_revealed")
+			// A card in the hold with no NOMOREBETS: an extra card, as ever.
+			h.expect(h.card("4S"), "alert:extra_card suspended")
+			// Suspended: the hold is not running, and NOMOREBETS opens nothing.
+			h.expect(h.btn(ButtonNoMoreBets), "input_ignored")
+		})
+	}
+}
+
 // TestShuffleSuspect: a shoe dealt in new-deck order is caught within its
 // first 12 cards, under both versions of the check; resume, or the shoe's
 // end, clears it.

@@ -3,6 +3,7 @@ package coup
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -75,6 +76,14 @@ const (
 	// Rules 2, the release of issues 31 and 33: several procedures
 	// changed together, each named here for the code that tests it.
 	//
+	// RulesDealerOrder takes the dealer's order over the table's own
+	// timers: a NOMOREBETS or a NEWSHOE while the result's hold still runs
+	// ends the hold (the next coup opens, and its betting closes; or the
+	// shoe ends and the next starts), instead of being ignored. Sentences
+	// that come together after a stall, a late start or a restart are
+	// then judged as the dealer dealt them, whatever the hold's timer says
+	// at their arrival.
+	RulesDealerOrder = 2
 	// RulesSelfCheckHolds refuses every command that changes the game
 	// (void, card, shoe-start, shoe-end, bets-closed, dealer-in and -out,
 	// resume) while a failed self-check holds the table: the program or
@@ -324,6 +333,9 @@ type applier struct {
 	in      Input
 	out     []Event
 	resumed bool // a resumed event was emitted: one per input
+	// openReason, when set, is said by the betting_opened event emitted
+	// (endHold).
+	openReason string
 }
 
 func (a *applier) emit(e Event) {
@@ -348,16 +360,7 @@ func (t *Table) Apply(in Input) []Event {
 	if in.ShoeSeq > 0 && in.Kind != InGap {
 		t.lastSeq = in.ShoeSeq
 	}
-	// A deadline that passed before this input came is acted on first, as
-	// its tick would have been: inputs are judged at their own time, not
-	// at whatever moment the timer got round to it (after a restart, a
-	// burst of sentences the shoe sent while the controller was down comes
-	// in with their times spread by the heartbeats between them).
-	// A self-check is the controller's, not the game's: it moves no
-	// deadline.
-	if t.cfg.Rules >= RulesProtect && in.Kind != InTick && in.Kind != InSelfCheck && !t.deadline.IsZero() && !in.At.Before(t.deadline) && !t.Suspended() {
-		a.dueTick(t.deadline)
-	}
+	a.timersFirst()
 	switch in.Kind {
 	case InCard:
 		inShoe := t.phase != PhaseNoShoe
@@ -598,7 +601,7 @@ func (a *applier) openBetting(coup int) {
 	t.pending = -1
 	t.result = nil
 	t.final = false
-	a.emit(Event{Kind: EvBettingOpened, Phase: t.phase, Coup: coup})
+	a.emit(Event{Kind: EvBettingOpened, Phase: t.phase, Coup: coup, Reason: a.openReason})
 	a.restartTimer()
 	if t.Suspended() {
 		t.deadline = time.Time{}
@@ -971,6 +974,42 @@ func (a *applier) tick() {
 		return
 	}
 	a.dueTick(a.in.At) // as the first rules had it: the tick's own time
+}
+
+// timersFirst acts, before the input, on what the table's timers owe it.
+// A deadline that passed before this input came is acted on first, as its
+// tick would have been: inputs are judged at their own time, not at
+// whatever moment the timer got round to it (after a restart, a burst of
+// sentences the shoe sent while the controller was down comes in with
+// their times spread by the heartbeats between them). A self-check is the
+// controller's, not the game's: it moves no deadline. And from
+// RulesDealerOrder, the dealer moving on (NOMOREBETS, NEWSHOE) ends the
+// result's hold, whatever its timer says.
+func (a *applier) timersFirst() {
+	t, in := a.t, a.in
+	switch {
+	case t.cfg.Rules >= RulesProtect && in.Kind != InTick && in.Kind != InSelfCheck && !t.deadline.IsZero() && !in.At.Before(t.deadline) && !t.Suspended():
+		a.dueTick(t.deadline)
+	case t.cfg.Rules >= RulesDealerOrder && in.Kind == InButton && (in.Button == ButtonNoMoreBets || in.Button == ButtonNewShoe) && t.holding():
+		a.endHold()
+	}
+}
+
+// holding reports the result's hold running: a final result stands, its
+// time not yet over, the table live.
+func (t *Table) holding() bool {
+	return t.phase == PhaseResult && t.final && !t.deadline.IsZero() && !t.Suspended()
+}
+
+// endHold ends the result's hold at the input's time: the dealer has moved
+// on (RulesDealerOrder). The next coup's betting opens now, saying why, for
+// the input to act on: the dealer's NOMOREBETS closes it, a NEWSHOE ends
+// the shoe (the coup never dealt, its bets returned) and starts the next;
+// after the cut card's last coup the shoe ends now.
+func (a *applier) endHold() {
+	a.openReason = "the dealer's " + strings.ReplaceAll(a.in.Button, "_", " ") + " ended the result's hold"
+	a.dueTick(a.in.At)
+	a.openReason = ""
 }
 
 // dueTick acts on the deadline that fell due at at: betting closes, or the

@@ -63,6 +63,12 @@ type ConnOptions struct {
 	// Lost hears each message dropped because its lane was full (after
 	// Sort). It must not block.
 	Lost func(lane Lane, size int)
+	// Retained, when set, hears each message the broker delivers as
+	// retained: one it kept from before the subscription, not one sent
+	// now. Such a message is neither sorted nor queued. It must not block.
+	// (A command left retained on cmd would otherwise be taken again at
+	// every connection.)
+	Retained func(topic string, size int)
 	// MaxPayload cuts received payloads at MaxPayload+1 bytes, so an
 	// oversized message is never copied whole; 0 keeps them whole.
 	MaxPayload int
@@ -289,6 +295,10 @@ func (c *Conn) set(up bool) {
 func (c *Conn) receive(_ paho.Client, m paho.Message) {
 	p := m.Payload()
 	size := len(p)
+	if m.Retained() && c.opt.Retained != nil {
+		c.opt.Retained(m.Topic(), size)
+		return
+	}
 	lane, ch := LaneInbox, c.inbox
 	if c.opt.Sort != nil {
 		switch lane = c.opt.Sort(m.Topic(), p); lane {

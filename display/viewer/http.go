@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/netlimit"
 )
 
 //go:embed web
@@ -135,6 +137,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
+// viewerLimits cap the viewer's connections: a few surveillance
+// officers' browsers, each a handful of connections.
+var viewerLimits = netlimit.Limits{Total: 64, PerClient: 16}
+
 // DefaultUser is the viewer's HTTP basic-auth user when none is given.
 const DefaultUser = "surveillance"
 
@@ -166,7 +172,8 @@ func listen(opt ServeOptions) (net.Listener, string, error) {
 	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
 		addr = net.JoinHostPort("127.0.0.1", port)
 	}
-	ln, err := net.Listen("tcp", addr)
+	var ln net.Listener
+	ln, err := netlimit.Listen(addr, "viewer", viewerLimits, nil)
 	if err != nil {
 		return nil, "", fmt.Errorf("viewer: %w", err)
 	}
@@ -231,8 +238,10 @@ func Serve(ctx context.Context, opt ServeOptions, tl *Timeline, source string, r
 	if opt.Password != "" {
 		h = basicAuth(opt.User, opt.Password, h)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
-		MaxHeaderBytes: 16 << 10}
+	// netlimit's timeouts, as the controller's, and 16 KiB of headers:
+	// the viewer's requests are a few short ones.
+	srv := netlimit.Server(h)
+	srv.MaxHeaderBytes = 16 << 10
 	if ready != nil {
 		ready(url)
 	}

@@ -96,6 +96,11 @@ type MQTTSection struct {
 	// so a configured broker must limit its clients itself.
 	ClientCommandBurst int             `json:"client_command_burst,omitempty"`
 	ClientCommandEvery device.Duration `json:"client_command_every,omitempty"`
+	// MaxConnections and MaxConnectionsPerClient cap the embedded broker's
+	// connections open at once, on each of its listeners (TCP and
+	// WebSocket), in all and from one client address; defaults 512 and 32.
+	MaxConnections          int `json:"max_connections,omitempty"`
+	MaxConnectionsPerClient int `json:"max_connections_per_client,omitempty"`
 }
 
 // Defaults of the embedded broker's limit on each client's commands: far
@@ -104,6 +109,31 @@ const (
 	DefaultClientCommandBurst = 30
 	DefaultClientCommandEvery = 100 * time.Millisecond
 )
+
+// Defaults of the caps on connections: the table's screens and pit are a
+// handful of clients, each a few connections; a casino network's NAT may
+// put several screens behind one address.
+const (
+	DefaultHTTPMaxConnections          = 256
+	DefaultHTTPMaxConnectionsPerClient = 32
+	DefaultMQTTMaxConnections          = 512
+	DefaultMQTTMaxConnectionsPerClient = 32
+)
+
+// connectionCaps fills in the defaults of a listener's caps and checks
+// them: positive, the one per client no more than the total.
+func connectionCaps(section string, total, perClient *int, defTotal, defPerClient int) error {
+	if *total == 0 {
+		*total = defTotal
+	}
+	if *perClient == 0 {
+		*perClient = min(defPerClient, *total)
+	}
+	if *total < 0 || *perClient < 0 || *perClient > *total {
+		return fmt.Errorf("%s.max_connections (%d) and max_connections_per_client (%d): want positive, the one per client no more than the total", section, *total, *perClient)
+	}
+	return nil
+}
 
 // Defaults of the embedded broker: beside, not on, the standard ports, so
 // that it never collides with a Mosquitto on the same machine.
@@ -198,6 +228,10 @@ type HTTPSection struct {
 	// HTTP basic auth; without them the pit view is off.
 	PitUser         string `json:"pit_user"`
 	PitPasswordFile string `json:"pit_password_file"`
+	// MaxConnections and MaxConnectionsPerClient cap the connections open
+	// at once, in all and from one client address; defaults 256 and 32.
+	MaxConnections          int `json:"max_connections,omitempty"`
+	MaxConnectionsPerClient int `json:"max_connections_per_client,omitempty"`
 }
 
 // LoadConfig reads and parses the config file at path (at most MaxConfig
@@ -329,6 +363,8 @@ func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	if (c.HTTP.PitUser == "") != (c.HTTP.PitPasswordFile == "") {
 		errs = append(errs, errors.New("http.pit_user and http.pit_password_file go together"))
 	}
+	errs = append(errs, connectionCaps("http", &c.HTTP.MaxConnections, &c.HTTP.MaxConnectionsPerClient,
+		DefaultHTTPMaxConnections, DefaultHTTPMaxConnectionsPerClient))
 	if pkcs11signer.IsURI(c.Audit.CheckpointKey) {
 		if _, err := pkcs11signer.ParseURI(c.Audit.CheckpointKey); err != nil {
 			errs = append(errs, fmt.Errorf("audit.checkpoint_key: %w", err))
@@ -367,12 +403,17 @@ func (m *MQTTSection) Complete(table, dir string) error {
 		if m.ClientCommandEvery == 0 {
 			m.ClientCommandEvery = device.Duration(DefaultClientCommandEvery)
 		}
+		errs = append(errs, connectionCaps("mqtt", &m.MaxConnections, &m.MaxConnectionsPerClient,
+			DefaultMQTTMaxConnections, DefaultMQTTMaxConnectionsPerClient))
 	} else {
 		if m.Listen != "" || m.WSListen != "" || len(m.WSOrigins) > 0 {
 			errs = append(errs, errors.New("mqtt: listen, ws_listen and ws_origins are for the embedded broker; with mqtt.broker set, leave them out"))
 		}
 		if m.ClientCommandBurst != 0 || m.ClientCommandEvery != 0 {
 			errs = append(errs, errors.New("mqtt: client_command_burst and client_command_every are for the embedded broker; with mqtt.broker set, limit clients at the broker"))
+		}
+		if m.MaxConnections != 0 || m.MaxConnectionsPerClient != 0 {
+			errs = append(errs, errors.New("mqtt: max_connections and max_connections_per_client are for the embedded broker; with mqtt.broker set, cap connections at the broker (Mosquitto's max_connections)"))
 		}
 	}
 	for i, o := range m.WSOrigins {

@@ -29,6 +29,7 @@ import (
 	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/metrics"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
+	"github.com/tablectl/tablectl/internal/netlimit"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/shoeread"
@@ -47,7 +48,14 @@ type Controller struct {
 	handler http.Handler
 	http    *http.Server
 	ln      net.Listener
-	metrics *metrics.Metrics
+	// budget is the descriptors the clients of every listener share:
+	// the open-file limit less what is open at start and a reserve for the
+	// trail (netlimit.ClientBudget).
+	budget *netlimit.Budget
+	// listeners are the held listeners (HTTP, the embedded broker's), for
+	// the metrics.
+	listeners []*netlimit.Listener
+	metrics   *metrics.Metrics
 
 	// readerMu serialises the reader: the link's goroutine decodes, a
 	// scrape reads its counters.
@@ -81,6 +89,9 @@ type Controller struct {
 	keyringAuthorities []ed25519.PublicKey
 	keyWatch           *signedcmd.KeyringWatch
 	keyringAgain       chan struct{}
+	// retainedClears counts the clears of retained commands sent and not
+	// yet come back on cmd (each comes back as an empty message).
+	retainedClears atomic.Int64
 
 	webPitPassword string // the demo's generated pit password
 
@@ -153,6 +164,7 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	m := metrics.New()
 	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey, checker: newSelfChecker(c),
 		keyringAgain: make(chan struct{}, 1)}
+	ctl.budget = clientBudget(log)
 	// The publisher is made once the trail is open; nothing is committed
 	// before then.
 	var pub *mqttpub.Publisher
@@ -246,36 +258,99 @@ func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger,
 	if err != nil {
 		return fail(err)
 	}
-	if err := ctl.watch(); err != nil {
+	held, err := ctl.listenHTTP()
+	if err != nil {
 		return fail(err)
 	}
-	if c.HTTP.Listen != "" {
-		ln, err := net.Listen("tcp", c.HTTP.Listen)
-		if err != nil {
-			return fail(fmt.Errorf("http.listen %s: %w", c.HTTP.Listen, err))
+	if err := ctl.watch(); err != nil {
+		if held != nil {
+			held.Close()
 		}
-		origins := webOrigins(ln.Addr())
-		if c.HTTP.CertFile != "" {
-			cert, err := loadHTTPCert(c.HTTP)
-			if err != nil {
-				ln.Close()
-				return fail(err)
-			}
-			ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-			for i, o := range origins {
-				origins[i] = "https://" + strings.TrimPrefix(o, "http://")
-			}
-		}
-		ctl.ln = ln
-		ctl.http = &http.Server{Handler: ctl.handler, ReadHeaderTimeout: 5 * time.Second}
-		if ctl.broker != nil {
-			// The web display's own pages may open the broker's WebSocket.
-			if err := ctl.broker.AllowOrigins(origins...); err != nil {
-				return fail(err)
-			}
-		}
+		return fail(err)
+	}
+	if err := ctl.serveHTTP(held); err != nil {
+		return fail(err)
 	}
 	return ctl, nil
+}
+
+// listenHTTP listens on http.listen (nil without it), held to its caps and
+// the descriptor budget. It comes before the metrics are watched: its
+// counts are theirs.
+func (ctl *Controller) listenHTTP() (*netlimit.Listener, error) {
+	h := &ctl.cfg.HTTP
+	if h.Listen == "" {
+		return nil, nil
+	}
+	// A config made in code (the demo, tests) has not been through
+	// ParseConfig: its caps get their defaults here.
+	if err := connectionCaps("http", &h.MaxConnections, &h.MaxConnectionsPerClient,
+		DefaultHTTPMaxConnections, DefaultHTTPMaxConnectionsPerClient); err != nil {
+		return nil, err
+	}
+	held, err := netlimit.Listen(h.Listen, "http", netlimit.Limits{Total: h.MaxConnections,
+		PerClient: h.MaxConnectionsPerClient, Budget: ctl.budget}, ctl.log.With("part", "http"))
+	if err != nil {
+		return nil, fmt.Errorf("http.listen %s: %w", h.Listen, err)
+	}
+	ctl.listeners = append(ctl.listeners, held)
+	return held, nil
+}
+
+// serveHTTP makes the HTTP server of the endpoints on held (TLS with
+// http.cert_file), and lets the web display's own pages open the embedded
+// broker's WebSocket. Nothing without a listener.
+func (ctl *Controller) serveHTTP(held *netlimit.Listener) error {
+	if held == nil {
+		return nil
+	}
+	var ln net.Listener = held
+	origins := webOrigins(ln.Addr())
+	if ctl.cfg.HTTP.CertFile != "" {
+		cert, err := loadHTTPCert(ctl.cfg.HTTP)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		for i, o := range origins {
+			origins[i] = "https://" + strings.TrimPrefix(o, "http://")
+		}
+	}
+	ctl.ln = ln
+	// Idle and slow clients are closed (netlimit's timeouts), so none
+	// holds a connection, or a descriptor, for long.
+	ctl.http = netlimit.Server(ctl.handler)
+	if ctl.broker != nil {
+		return ctl.broker.AllowOrigins(origins...)
+	}
+	return nil
+}
+
+// clientBudget raises the soft limit on open files to the hard one and
+// makes the descriptor budget the listeners' clients share: what the limit
+// leaves once the files open now (the trail's segments among them) and
+// netlimit.Reserve are set aside, so that no flood of clients takes the
+// descriptors the trail's next segment needs.
+func clientBudget(log *slog.Logger) *netlimit.Budget {
+	limit, err := netlimit.RaiseFileLimit()
+	if err != nil {
+		log.Warn("the open-file limit is unknown: no descriptor budget for clients", "err", err)
+		return nil
+	}
+	open, err := netlimit.OpenFiles()
+	if err != nil {
+		log.Warn("open files not counted: no descriptor budget for clients", "err", err)
+		return nil
+	}
+	n, short := netlimit.ClientBudget(limit, open)
+	if short {
+		log.Warn("the open-file limit is too low to keep the trail's reserve: raise LimitNOFILE", "limit", limit, "open", open,
+			"reserve", netlimit.Reserve, "client_budget", n)
+	} else {
+		log.Info("open-file limit", "limit", limit, "open", open, "reserve", netlimit.Reserve, "client_budget", n)
+	}
+	return netlimit.NewBudget(n)
 }
 
 // watch hands the running parts to the metrics and makes the HTTP
@@ -286,6 +361,9 @@ func (ctl *Controller) watch() error {
 	if ctl.conn != nil {
 		src.Broker, src.Backlog = ctl.conn, ctl.pub
 		ep.Broker = ctl.brokerState
+	}
+	for _, l := range ctl.listeners {
+		src.Listeners = append(src.Listeners, l)
 	}
 	if err := ctl.metrics.Watch(src); err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -720,14 +798,24 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 		if err != nil {
 			return nil, err
 		}
+		if err := connectionCaps("mqtt", &m.MaxConnections, &m.MaxConnectionsPerClient,
+			DefaultMQTTMaxConnections, DefaultMQTTMaxConnectionsPerClient); err != nil {
+			return nil, err
+		}
 		b, err := mqttbroker.Start(mqttbroker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,
 			Writer: user, WriterPassword: pass, WriterClientID: m.ClientID, Logins: access.logins, Anonymous: access.public,
 			WSOrigins: m.WSOrigins, Logger: log, ClientLimit: clientLimit(m), Clock: clk,
-			OnLimited: func(_, _ string, size int) { ctl.commands.Lost(signedcmd.CodeRateLimited, size) }})
+			OnLimited: func(_, _ string, size int) { ctl.commands.Lost(signedcmd.CodeRateLimited, size) },
+			Limits:    netlimit.Limits{Total: m.MaxConnections, PerClient: m.MaxConnectionsPerClient, Budget: ctl.budget},
+			// A command left retained on cmd would be delivered again to
+			// every later subscriber: refused, and counted.
+			NoRetain:        []string{topics.Topic(mqttpub.TopicCmd)},
+			OnRetainRefused: func(_, _ string, size int) { ctl.commands.Lost(signedcmd.CodeRetained, size) }})
 		if err != nil {
 			return nil, err
 		}
 		ctl.broker = b
+		ctl.listeners = append(ctl.listeners, b.Listeners()...)
 		url = b.URL()
 		log.Info("embedded MQTT broker listening", "tcp", b.URL(), "ws", b.WSURL())
 	}
@@ -744,9 +832,10 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 		Broker: url, ClientID: m.ClientID, Username: user, Password: pass, TLS: tlsCfg,
 		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(ctl.cfg.TableID),
 		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Logger: log,
-		Sort:          sortCommand(ctl.commands, screen),
+		Sort:          sortCommand(ctl.commands, screen, &ctl.retainedClears),
 		PriorityInbox: commandInbox, Inbox: refusalInbox,
-		Lost: func(_ mqttpub.Lane, size int) { ctl.commands.Lost(signedcmd.CodeQueueFull, size) },
+		Lost:     func(_ mqttpub.Lane, size int) { ctl.commands.Lost(signedcmd.CodeQueueFull, size) },
+		Retained: ctl.retainedCommand,
 	})
 	if err != nil {
 		return nil, err
@@ -782,8 +871,11 @@ func clientLimit(m *MQTTSection) mqttbroker.Rate {
 // counted in the refusal summary, unless the refusal limit still grants it
 // a row and a reply of its own: then it waits in the inbox, holding the
 // token (takeCommands).
-func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen) func(string, []byte) mqttpub.Lane {
+func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen, clears *atomic.Int64) func(string, []byte) mqttpub.Lane {
 	return func(_ string, payload []byte) mqttpub.Lane {
+		if len(payload) == 0 && takeOne(clears) {
+			return mqttpub.LaneNone // the controller's own clear of a retained command, come back
+		}
 		code := screen.Check(payload, len(payload))
 		switch {
 		case code == "":
@@ -792,6 +884,47 @@ func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen) func(string, []
 			return mqttpub.LaneInbox
 		}
 		return mqttpub.LaneNone
+	}
+}
+
+// retainedCommand is the connection's Retained for cmd: a command the
+// broker kept (a client published it retained) and now delivers again. It
+// is not a command sent now: it is dropped (counted as CodeRetained in the
+// refusal summary) and cleared at the broker with an empty retained
+// message, so no later subscriber gets it. The embedded broker refuses a
+// retained command outright; Mosquitto cannot (its ACL does not govern the
+// retain flag), so this is how the shipped setup neutralises one. Called
+// in paho's handler: it never blocks.
+func (ctl *Controller) retainedCommand(topic string, size int) {
+	ctl.commands.Lost(signedcmd.CodeRetained, size)
+	if size == 0 {
+		return // a clear, delivered as retained by a broker that keeps none
+	}
+	ctl.log.Warn("a command left retained on cmd by a client: ignored, and cleared at the broker", "topic", topic, "bytes", size)
+	ctl.retainedClears.Add(1)
+	go func() {
+		tok := ctl.conn.Publish(topic, 1, true, nil)
+		select {
+		case <-tok.Done():
+			if err := tok.Error(); err != nil {
+				ctl.log.Warn("clearing the retained command at the broker", "topic", topic, "err", err)
+			}
+		case <-time.After(10 * time.Second):
+			ctl.log.Warn("clearing the retained command at the broker: no acknowledgement", "topic", topic)
+		}
+	}()
+}
+
+// takeOne takes one from n if it holds any, and reports whether it did.
+func takeOne(n *atomic.Int64) bool {
+	for {
+		v := n.Load()
+		if v <= 0 {
+			return false
+		}
+		if n.CompareAndSwap(v, v-1) {
+			return true
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,9 +53,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// runChild is `tablectl run --config FILE` as the command runs it.
+// runChild is `tablectl run --config FILE` as the command runs it, under
+// the open-file limit nofileEnv names when it is set (a unit's
+// LimitNOFILE).
 func runChild(args []string) int {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if v := os.Getenv(nofileEnv); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err == nil {
+			err = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n})
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "test child: %s=%s: %v\n", nofileEnv, v, err)
+			return 2
+		}
+	}
 	if len(args) != 3 || args[0] != "run" || args[1] != "--config" {
 		fmt.Fprintf(os.Stderr, "test child: want run --config FILE, got %q\n", args)
 		return 2

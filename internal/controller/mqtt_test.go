@@ -159,6 +159,12 @@ type mqController struct {
 // controller whose MQTT section is m (the keyring is filled in).
 func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 	t.Helper()
+	return startMQControllerAt(t, "MQ-1", m, coups)
+}
+
+// startMQControllerAt is startMQController for the table table.
+func startMQControllerAt(t *testing.T, table string, m *MQTTSection, coups int) *mqController {
+	t.Helper()
 	dir := t.TempDir()
 	keys := t.TempDir()
 	priv, _, entry, err := signedcmd.GenerateKey(keys, "alice")
@@ -184,7 +190,6 @@ func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := "MQ-1"
 	c := Config{
 		TableID: table,
 		Shoe: ShoeSection{Driver: "v1", Port: device.Config{Path: link, Baud: 115200, SilentAfter: device.Off,

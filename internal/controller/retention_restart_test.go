@@ -148,18 +148,6 @@ func boxHolds(t *testing.T, trail string, sealed int, what string) {
 	})
 }
 
-// waitFor polls cond until it holds, for at most guard.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", guard, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func rowKinds(rows []audit.Record) string {
 	var b strings.Builder
 	for _, r := range rows {

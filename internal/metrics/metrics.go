@@ -48,9 +48,10 @@ type Metrics struct {
 }
 
 // screenCodes are the refusal codes of commands dropped before they were
-// queued (command.Screen's, command.CodeQueueFull and CodeRateLimited),
+// queued (command.Screen's, command.CodeQueueFull, CodeRateLimited and
+// CodeRetained),
 // exported as 0 from the start.
-var screenCodes = []string{"oversized", "malformed", "unknown_key", "wrong_table", "queue_full", "rate_limited"}
+var screenCodes = []string{"oversized", "malformed", "unknown_key", "wrong_table", "queue_full", "rate_limited", "retained"}
 
 // Results of a coup, as the coups metric labels them.
 const (

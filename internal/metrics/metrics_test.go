@@ -23,6 +23,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/netlimit"
 	"github.com/tablectl/tablectl/shoeread"
 )
 
@@ -264,6 +265,14 @@ func (b fakeBroker) Dropped() uint64                     { return b.dropped }
 
 type fakeBacklog int64
 
+type fakeListener struct {
+	name  string
+	stats netlimit.Stats
+}
+
+func (l fakeListener) Name() string          { return l.name }
+func (l fakeListener) Stats() netlimit.Stats { return l.stats }
+
 func (b fakeBacklog) Waiting() int64 { return int64(b) }
 
 func TestWatchReadsTheSourcesAtScrape(t *testing.T) {
@@ -294,6 +303,8 @@ func TestWatchReadsTheSourcesAtScrape(t *testing.T) {
 				Table:    fakeTable{},
 				Broker:   fakeBroker{up: true, dropped: 12},
 				Backlog:  fakeBacklog(3),
+				Listeners: []ListenerSource{fakeListener{"http", netlimit.Stats{Open: 7, AcceptErrors: 2,
+					Refused: map[string]uint64{netlimit.RefusedTotal: 3, netlimit.RefusedPerClient: 40}}}},
 			},
 			want: []sample{
 				s("tablectl_shoe_link_state", 1, "state=connected"), s("tablectl_shoe_link_state", 0, "state=silent"),
@@ -306,6 +317,10 @@ func TestWatchReadsTheSourcesAtScrape(t *testing.T) {
 				s("tablectl_alerts_active", 0, "kind=sequence_gap"),
 				s("tablectl_broker_link_state", 1, "state=connected"), s("tablectl_broker_link_state", 0, "state=disconnected"),
 				s("tablectl_mqtt_commands_dropped_total", 12), s("tablectl_publish_waiting_rows", 3),
+				s("tablectl_listener_connections", 7, "listener=http"), s("tablectl_listener_accept_errors_total", 2, "listener=http"),
+				s("tablectl_listener_refused_total", 3, "limit=total", "listener=http"),
+				s("tablectl_listener_refused_total", 40, "limit=per_client", "listener=http"),
+				s("tablectl_listener_refused_total", 0, "limit=budget", "listener=http"),
 			},
 		},
 		{
@@ -414,7 +429,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	doc := readDoc(t)
 	m := New()
 	if err := m.Watch(Sources{Link: &fakeLink{}, Sequence: func() shoeread.SequenceStats { return shoeread.SequenceStats{} },
-		Table: fakeTable{}, Broker: fakeBroker{}, Backlog: fakeBacklog(0)}); err != nil {
+		Table: fakeTable{}, Broker: fakeBroker{}, Backlog: fakeBacklog(0), Listeners: []ListenerSource{fakeListener{name: "http"}}}); err != nil {
 		t.Fatal(err)
 	}
 	m.ObservePublish(time.Millisecond) // histograms show up once observed

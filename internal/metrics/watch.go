@@ -5,6 +5,7 @@ import (
 
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/netlimit"
 	"github.com/tablectl/tablectl/shoeread"
 )
 
@@ -31,6 +32,12 @@ type BacklogSource interface {
 	Waiting() int64
 }
 
+// ListenerSource is a listener held to limits (*netlimit.Listener).
+type ListenerSource interface {
+	Name() string
+	Stats() netlimit.Stats
+}
+
 // Sources are the parts Watch reads at every scrape. Any may be nil: that
 // part is not running, and its metrics are left out.
 type Sources struct {
@@ -41,6 +48,8 @@ type Sources struct {
 	Table    TableSource
 	Broker   BrokerSource
 	Backlog  BacklogSource
+	// Listeners are the HTTP listener and the embedded broker's.
+	Listeners []ListenerSource
 }
 
 // Watch registers the sources, to be read at every scrape. Call it once.
@@ -69,6 +78,9 @@ var (
 	descBrokerLinkState  = desc("broker_link_state", "The connection to the MQTT broker: 1 for the state it is in (connected, disconnected), 0 for the other.", "state")
 	descCommandsDropped  = desc("mqtt_commands_dropped_total", "Messages on cmd dropped unread because too many waited for the command handler.")
 	descPublishWaiting   = desc("publish_waiting_rows", "Rows in the trail the broker has not yet acknowledged: to publish, or in flight.")
+	descListenerOpen     = desc("listener_connections", "Connections open through the listener (http, mqtt tcp, mqtt websocket).", "listener")
+	descListenerRefused  = desc("listener_refused_total", "Connections closed as they came because a limit was reached: the listener's total, one client address's share, or the process's descriptor budget.", "listener", "limit")
+	descListenerErrors   = desc("listener_accept_errors_total", "Failed accepts (out of descriptors, a client gone before it was accepted), each waited out.", "listener")
 )
 
 // watcher reads the sources at scrape time.
@@ -77,7 +89,8 @@ type watcher struct{ s Sources }
 func (w *watcher) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descShoeLinkState, descShoeOpens, descShoeOpenFailures, descShoeDisconnects,
 		descShoeSilences, descShoeStalls, descShoeBytes, descShoeGaps, descShoeMissing, descAuditWritable,
-		descSuspended, descAlertsActive, descBrokerLinkState, descCommandsDropped, descPublishWaiting} {
+		descSuspended, descAlertsActive, descBrokerLinkState, descCommandsDropped, descPublishWaiting,
+		descListenerOpen, descListenerRefused, descListenerErrors} {
 		ch <- d
 	}
 }
@@ -130,6 +143,14 @@ func (w *watcher) Collect(ch chan<- prometheus.Metric) {
 	}
 	if p := w.s.Backlog; p != nil {
 		gauge(descPublishWaiting, float64(p.Waiting()))
+	}
+	for _, l := range w.s.Listeners {
+		st := l.Stats()
+		gauge(descListenerOpen, float64(st.Open), l.Name())
+		for _, r := range []string{netlimit.RefusedTotal, netlimit.RefusedPerClient, netlimit.RefusedBudget} {
+			counter(descListenerRefused, st.Refused[r], l.Name(), r)
+		}
+		counter(descListenerErrors, st.AcceptErrors, l.Name())
 	}
 }
 

@@ -11,6 +11,16 @@
 // an origin not on its list, so a foreign web page cannot use a visitor's
 // browser as a client on the table's machine.
 //
+// Every listener is held to limits (internal/netlimit): connections in
+// all and per client address, a share of the process's descriptors, and an
+// accept loop that waits out a transient error (EMFILE, ECONNABORTED)
+// instead of ending as mochi's own TCP listener does, which left the port
+// open and the broker deaf until a restart. A connection must send its
+// CONNECT within ConnectWithin, and a client's keepalive is held to at most
+// MaxKeepalive (0, "none", included), so no idle socket is held for ever.
+// A retained publish on a topic of NoRetain (the table's cmd) is refused:
+// acknowledged, delivered to no one, kept by no one, and counted.
+//
 // A hook of its own (retainGuard) keeps a retained message's write apart
 // from a wildcard subscription's walk of the retained messages: mochi
 // v2.7.9 (the newest) reads a topic node's retainPath in that walk without
@@ -44,6 +54,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/internal/netlimit"
 	"github.com/tablectl/tablectl/internal/oplog"
 )
 
@@ -82,10 +93,35 @@ type Options struct {
 	ClientLimit Rate
 	// OnLimited hears each message ClientLimit dropped. It must not block.
 	OnLimited func(client, topic string, size int)
+	// Limits hold each listener (TCP and WebSocket, each its own) to caps
+	// on connections; the zero value is no cap (tests). Limits.Budget is
+	// shared with the process's other listeners.
+	Limits netlimit.Limits
+	// ConnectWithin is how long a new connection may take to send its
+	// CONNECT before it is closed; 0 is DefaultConnectWithin.
+	ConnectWithin time.Duration
+	// MaxKeepalive is the longest keepalive a client may have: one that
+	// asks for none (0) or more gets this, and is disconnected after one and
+	// a half times it without a packet; 0 is DefaultMaxKeepalive.
+	MaxKeepalive time.Duration
+	// NoRetain are topic filters on which a retained message is refused
+	// (the table's cmd: a command left there would be delivered again to
+	// every later subscriber). Clearing one (an empty retained message) is
+	// let through.
+	NoRetain []string
+	// OnRetainRefused hears of each retained message NoRetain refused. It
+	// must not block.
+	OnRetainRefused func(client, topic string, size int)
 	// Clock times ClientLimit; nil is the wall clock.
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
+
+// The defaults of ConnectWithin and MaxKeepalive.
+const (
+	DefaultConnectWithin = 10 * time.Second
+	DefaultMaxKeepalive  = 2 * time.Minute
+)
 
 // Rate is a token bucket: Burst messages in a row, then one every Every.
 type Rate struct {
@@ -107,12 +143,16 @@ type Login struct {
 
 // Broker is a running embedded broker.
 type Broker struct {
-	srv     *mqtt.Server
-	tcpAddr string
-	wsAddr  string
-	origins *origins
-	closed  atomic.Bool
+	srv       *mqtt.Server
+	tcpAddr   string
+	wsAddr    string
+	origins   *origins
+	listeners []*netlimit.Listener
+	closed    atomic.Bool
 }
+
+// Listeners are the broker's listeners with their limits and counts.
+func (b *Broker) Listeners() []*netlimit.Listener { return b.listeners }
 
 // ErrAddrInUse reports a listen address that is taken.
 var ErrAddrInUse = errors.New("address already in use")
@@ -129,6 +169,12 @@ func Start(opt Options) (*Broker, error) {
 	}
 	if opt.MaxPacket == 0 {
 		opt.MaxPacket = 4 << 20
+	}
+	if opt.ConnectWithin <= 0 {
+		opt.ConnectWithin = DefaultConnectWithin
+	}
+	if opt.MaxKeepalive <= 0 {
+		opt.MaxKeepalive = DefaultMaxKeepalive
 	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumPacketSize = opt.MaxPacket
@@ -159,20 +205,22 @@ func Start(opt Options) (*Broker, error) {
 		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
 	}
 	if opt.TCP != "" {
-		l := listeners.NewTCP(listeners.Config{ID: "tcp", Address: opt.TCP})
+		l := &tcpListener{id: "tcp", address: opt.TCP, lim: opt.Limits, connectWithin: opt.ConnectWithin}
 		if err := srv.AddListener(l); err != nil {
 			srv.Close()
 			return nil, listenErr("TCP", opt.TCP, opt.TCPFlag, err)
 		}
 		b.tcpAddr = l.Address()
+		b.listeners = append(b.listeners, l.ln)
 	}
 	if opt.WS != "" {
-		l := &wsListener{id: "ws", address: opt.WS, origins: b.origins}
+		l := &wsListener{id: "ws", address: opt.WS, origins: b.origins, lim: opt.Limits, connectWithin: opt.ConnectWithin}
 		if err := srv.AddListener(l); err != nil {
 			srv.Close()
 			return nil, listenErr("WebSocket", opt.WS, opt.WSFlag, err)
 		}
 		b.wsAddr = l.Address()
+		b.listeners = append(b.listeners, l.ln)
 	}
 	if err := srv.Serve(); err != nil {
 		srv.Close()
@@ -303,7 +351,48 @@ type accessHook struct {
 func (h *accessHook) ID() string { return "tablectl-access" }
 
 func (h *accessHook) Provides(b byte) bool {
-	return b == mqtt.OnConnectAuthenticate || b == mqtt.OnACLCheck
+	switch b {
+	case mqtt.OnConnect, mqtt.OnConnectAuthenticate, mqtt.OnACLCheck, mqtt.OnPublish:
+		return true
+	}
+	return false
+}
+
+// OnConnect holds the client's keepalive to MaxKeepalive (an MQTT 5
+// client is told; a 3.1.1 client that asked for none is disconnected
+// after one and a half times it without a packet), and takes the retain
+// flag off a will on a NoRetain topic.
+func (h *accessHook) OnConnect(cl *mqtt.Client, _ packets.Packet) error {
+	maxKA := uint16(min(h.opt.MaxKeepalive/time.Second, 65535))
+	if maxKA > 0 && (cl.State.Keepalive == 0 || cl.State.Keepalive > maxKA) {
+		cl.State.Keepalive = maxKA
+		cl.State.ServerKeepalive = true
+	}
+	if w := &cl.Properties.Will; w.Retain && h.noRetain(w.TopicName) {
+		w.Retain = false
+		h.log.Warn("mqtt broker: a retained will on a topic that keeps nothing; it will not be retained", "client", cl.ID, "topic", w.TopicName)
+	}
+	return nil
+}
+
+// noRetain reports a topic on which nothing may be retained.
+func (h *accessHook) noRetain(topic string) bool {
+	return slices.ContainsFunc(h.opt.NoRetain, func(f string) bool { return matches(f, topic) })
+}
+
+// OnPublish refuses a retained message on a NoRetain topic: acknowledged
+// (CodeSuccessIgnore), so the publisher is not held up, and neither
+// delivered nor retained. An empty one, which clears what is retained, is
+// let through.
+func (h *accessHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if !pk.FixedHeader.Retain || len(pk.Payload) == 0 || !h.noRetain(pk.TopicName) {
+		return pk, nil
+	}
+	h.log.Warn("mqtt broker: a retained message refused on a topic that keeps nothing", "client", cl.ID, "topic", pk.TopicName, "bytes", len(pk.Payload))
+	if h.opt.OnRetainRefused != nil {
+		h.opt.OnRetainRefused(cl.ID, pk.TopicName, len(pk.Payload))
+	}
+	return pk, packets.CodeSuccessIgnore
 }
 
 // isWriter reports whether a connect carries the writer's credentials.
@@ -459,16 +548,87 @@ func matches(filter, topic string) bool {
 	return len(fs) == len(ts)
 }
 
+// tcpListener serves MQTT over TCP, as mochi's listeners.TCP does but
+// held to netlimit's limits: its accept loop waits out a transient error
+// rather than ending, and a connection must send its CONNECT within
+// connectWithin.
+type tcpListener struct {
+	id, address   string
+	lim           netlimit.Limits
+	connectWithin time.Duration
+	ln            *netlimit.Listener
+	log           *slog.Logger
+	once          sync.Once
+	end           atomic.Bool
+}
+
+func (l *tcpListener) ID() string       { return l.id }
+func (l *tcpListener) Protocol() string { return "tcp" }
+func (l *tcpListener) Address() string {
+	if l.ln != nil {
+		return l.ln.Addr().String()
+	}
+	return l.address
+}
+
+func (l *tcpListener) Init(log *slog.Logger) error {
+	l.log = log
+	ln, err := netlimit.Listen(l.address, "mqtt tcp", l.lim, log)
+	if err != nil {
+		return err
+	}
+	l.ln = ln
+	return nil
+}
+
+// Serve accepts until the listener is closed (netlimit's Accept returns an
+// error only then).
+func (l *tcpListener) Serve(establish listeners.EstablishFn) {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if !l.end.Load() {
+				l.log.Error("mqtt tcp listener stopped", "err", err)
+			}
+			return
+		}
+		if l.end.Load() {
+			c.Close()
+			return
+		}
+		// mochi reads the CONNECT with no deadline of its own; once it has
+		// it, the client's keepalive sets the next.
+		c.SetReadDeadline(time.Now().Add(l.connectWithin))
+		go func() {
+			if err := establish(l.id, c); err != nil {
+				l.log.Debug("mqtt tcp client", "err", err)
+			}
+		}()
+	}
+}
+
+func (l *tcpListener) Close(closeClients listeners.CloseFn) {
+	l.once.Do(func() {
+		l.end.Store(true)
+		closeClients(l.id)
+		if l.ln != nil {
+			l.ln.Close()
+		}
+	})
+}
+
 // wsListener serves MQTT over WebSocket. Unlike mochi's own, it binds its
 // port in Init, so a taken port is an error at start, and port 0 works.
 type wsListener struct {
-	id, address string
-	ln          net.Listener
-	srv         *http.Server
-	log         *slog.Logger
-	once        sync.Once
-	upgrader    websocket.Upgrader
-	origins     *origins
+	id, address   string
+	lim           netlimit.Limits
+	connectWithin time.Duration
+	ln            *netlimit.Listener
+	srv           *http.Server
+	log           *slog.Logger
+	once          sync.Once
+	upgrader      websocket.Upgrader
+	origins       *origins
 
 	mu          sync.Mutex
 	establishFn listeners.EstablishFn
@@ -485,7 +645,7 @@ func (l *wsListener) Address() string {
 
 func (l *wsListener) Init(log *slog.Logger) error {
 	l.log = log
-	ln, err := net.Listen("tcp", l.address)
+	ln, err := netlimit.Listen(l.address, "mqtt websocket", l.lim, log)
 	if err != nil {
 		return err
 	}
@@ -505,12 +665,17 @@ func (l *wsListener) Init(log *slog.Logger) error {
 			return
 		}
 		defer c.Close()
-		if err := l.establish(l.id, &wsConn{Conn: c.UnderlyingConn(), c: c}); err != nil {
+		// The HTTP server's deadlines stay on a hijacked connection: the
+		// CONNECT's is ours, then the client's keepalive (mochi's).
+		nc := c.UnderlyingConn()
+		nc.SetWriteDeadline(time.Time{})
+		nc.SetReadDeadline(time.Now().Add(l.connectWithin))
+		if err := l.establish(l.id, &wsConn{Conn: nc, c: c}); err != nil {
 			l.log.Debug("websocket client", "err", err)
 		}
 	})
 	// Made here, not in Serve, so Close never races with Serve.
-	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	l.srv = netlimit.Server(mux)
 	return nil
 }
 

@@ -59,8 +59,11 @@ func Library(log *slog.Logger, component string) *slog.Logger {
 // Demoted are the library messages that say nothing an operator acts on,
 // logged at DEBUG whatever level the library gave them: the broker's own
 // start-up chatter and a client's bad packet (the client's problem, and
-// the client is told).
+// the client is told), or a client's keepalive below mochi's liking (one
+// a client chooses, as often as it connects: the broker holds it to its own
+// bounds anyway, internal/mqttbroker).
 var Demoted = map[string]bool{
+	"client keepalive is below minimum recommended value and may exhibit connection instability": true,
 	"added hook":                 true,
 	"attached listener":          true,
 	"mochi mqtt starting":        true,
