@@ -162,6 +162,13 @@ func (o Options) check() error {
 	if _, err := shoeread.AppendV1(nil, shoeread.Event{Kind: shoeread.KindHello, Seq: 1, Text: o.ShoeID}); err != nil {
 		return fmt.Errorf("%w: shoe id: %w", ErrOptions, err)
 	}
+	return o.checkFaults()
+}
+
+// checkFaults checks the faults against the run: each names a shoe the run
+// deals, each fits the protocol, and one of a kind per shoe where the
+// simulator can stage only one.
+func (o Options) checkFaults() error {
 	impossible, shortBurn := map[int]bool{}, map[int]bool{}
 	for _, f := range o.Faults {
 		if err := f.check(); err != nil {
