@@ -147,114 +147,169 @@ func (r *Reader) VerifyFrom(ctx context.Context, from int64, keys []ed25519.Publ
 	if r.parts != nil {
 		return r.verifyPartsFrom(ctx, from, keys)
 	}
-	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(keys) > 0}
-	const limit = 1000
+	v := &verifyFromRun{r: r, rep: &Report{Path: r.path, Table: r.table, SignaturesChecked: len(keys) > 0}, hashes: map[int64]Hash{}}
 	tx, err := r.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
 	}
 	defer tx.Rollback()
-	if err := checkSchemaObjects(ctx, tx, func(f Finding) { rep.add(limit, f) }); err != nil {
+	if err := checkSchemaObjects(ctx, tx, v.add); err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
 	}
 	if r.baseErr != nil {
-		rep.add(limit, Finding{Kind: FindingMalformed, Detail: "the chain's base in meta: " + r.baseErr.Error()})
+		v.add(Finding{Kind: FindingMalformed, Detail: "the chain's base in meta: " + r.baseErr.Error()})
 	}
 	first := max(from-1, r.base.Seq+1)
-	rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq`, first)
-	if err != nil {
-		return nil, fmt.Errorf("verify %s: read events: %w", r.path, err)
+	done, err := v.checkRows(ctx, tx, first)
+	if err != nil || done {
+		return v.report(err)
 	}
-	hashes := map[int64]Hash{}
-	prev := r.base
-	started := false
-	for rows.Next() {
-		rec, err := scanRecord(rows)
-		if err != nil {
-			rows.Close()
-			rep.add(limit, Finding{FindingMalformed, prev.Seq + 1, err.Error()})
-			return rep, nil
-		}
-		rep.Events++
-		if rec.ComputeHash() != rec.Hash {
-			rep.add(limit, Finding{FindingEdited, rec.Seq, fmt.Sprintf("stored hash %s, fields hash to %s", rec.Hash, rec.ComputeHash())})
-		}
-		switch {
-		case !started && rec.Seq != first:
-			rep.add(limit, Finding{FindingGap, first, fmt.Sprintf("rows %d to %d are missing", first, rec.Seq-1)})
-		case started && rec.Seq != prev.Seq+1:
-			rep.add(limit, Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, rec.Seq-1)})
-		case started && rec.PrevHash != prev.Hash:
-			rep.add(limit, Finding{FindingBrokenLink, rec.Seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", rec.PrevHash, prev.Seq, prev.Hash)})
-		}
-		if rec.Seq == r.base.Seq+1 && rec.PrevHash != r.base.Hash {
-			rep.add(limit, Finding{FindingBrokenLink, rec.Seq, fmt.Sprintf("the file's first row does not link to its base (seq %d, hash %s)", r.base.Seq, r.base.Hash)})
-		}
-		started = true
-		hashes[rec.Seq] = rec.Hash
-		prev = Head{Seq: rec.Seq, Hash: rec.Hash}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("verify %s: read events: %w", r.path, err)
-	}
-	rep.Head = prev
 	cps, bad, err := readCheckpointsFrom(ctx, tx, r.table, first)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
 	}
 	for _, f := range bad {
-		rep.add(limit, f)
+		v.add(f)
 	}
 	byID := map[string]ed25519.PublicKey{}
 	for _, k := range keys {
 		byID[KeyID(k)] = k
 	}
-	var last *Checkpoint
+	last := v.checkCheckpoints(cps, byID)
+	v.checkNewestSignature(last, byID, len(cps))
+	if len(keys) > 0 {
+		v.checkUnsignedTail(last)
+	}
+	return v.rep, nil
+}
+
+// verifyFromRun is one VerifyFrom: its report, the chain as read, and the
+// hash of every row read (for the checkpoints that name them).
+type verifyFromRun struct {
+	r      *Reader
+	rep    *Report
+	prev   Head
+	hashes map[int64]Hash
+}
+
+func (v *verifyFromRun) add(f Finding) { v.rep.add(1000, f) }
+
+func (v *verifyFromRun) report(err error) (*Report, error) {
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", v.r.path, err)
+	}
+	return v.rep, nil
+}
+
+// checkRows checks every row from first to the head: hash, link and
+// sequence. done says a row did not even read, which ends the check with
+// what it found.
+func (v *verifyFromRun) checkRows(ctx context.Context, tx *sql.Tx, first int64) (done bool, err error) {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq`, first)
+	if err != nil {
+		return false, fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	v.prev = v.r.base
+	started := false
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			v.add(Finding{FindingMalformed, v.prev.Seq + 1, err.Error()})
+			return true, nil
+		}
+		v.checkRow(rec, first, started)
+		started = true
+		v.hashes[rec.Seq] = rec.Hash
+		v.prev = Head{Seq: rec.Seq, Hash: rec.Hash}
+	}
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("read events: %w", err)
+	}
+	v.rep.Head = v.prev
+	return false, nil
+}
+
+// checkRow checks one row against its fields and the row before it.
+func (v *verifyFromRun) checkRow(rec Record, first int64, started bool) {
+	prev, base := v.prev, v.r.base
+	v.rep.Events++
+	if rec.ComputeHash() != rec.Hash {
+		v.add(Finding{FindingEdited, rec.Seq, fmt.Sprintf("stored hash %s, fields hash to %s", rec.Hash, rec.ComputeHash())})
+	}
+	switch {
+	case !started && rec.Seq != first:
+		v.add(Finding{FindingGap, first, fmt.Sprintf("rows %d to %d are missing", first, rec.Seq-1)})
+	case started && rec.Seq != prev.Seq+1:
+		v.add(Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, rec.Seq-1)})
+	case started && rec.PrevHash != prev.Hash:
+		v.add(Finding{FindingBrokenLink, rec.Seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", rec.PrevHash, prev.Seq, prev.Hash)})
+	}
+	if rec.Seq == base.Seq+1 && rec.PrevHash != base.Hash {
+		v.add(Finding{FindingBrokenLink, rec.Seq, fmt.Sprintf("the file's first row does not link to its base (seq %d, hash %s)", base.Seq, base.Hash)})
+	}
+}
+
+// checkCheckpoints checks that every checkpoint from first on names a row
+// read, with its hash, under a key given; it returns the newest.
+func (v *verifyFromRun) checkCheckpoints(cps []Checkpoint, byID map[string]ed25519.PublicKey) (last *Checkpoint) {
 	for i := range cps {
 		c := &cps[i]
-		rep.Checkpoints++
-		h, ok := hashes[c.Seq]
+		v.rep.Checkpoints++
+		h, ok := v.hashes[c.Seq]
 		switch {
-		case c.Seq > prev.Seq:
-			rep.add(limit, Finding{FindingTruncated, c.Seq, fmt.Sprintf("stored checkpoint names seq %d but the trail ends at seq %d", c.Seq, prev.Seq)})
+		case c.Seq > v.prev.Seq:
+			v.add(Finding{FindingTruncated, c.Seq, fmt.Sprintf("stored checkpoint names seq %d but the trail ends at seq %d", c.Seq, v.prev.Seq)})
 		case !ok:
-			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("stored checkpoint names seq %d, which is missing", c.Seq)})
+			v.add(Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("stored checkpoint names seq %d, which is missing", c.Seq)})
 		case h != c.HeadHash:
-			rep.add(limit, Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("stored checkpoint says hash %s, the row has %s", c.HeadHash, h)})
+			v.add(Finding{FindingCheckpointMismatch, c.Seq, fmt.Sprintf("stored checkpoint says hash %s, the row has %s", c.HeadHash, h)})
 		}
 		if len(byID) > 0 {
 			if _, ok := byID[c.KeyID]; !ok {
-				rep.add(limit, Finding{FindingUnknownKey, c.Seq, fmt.Sprintf("stored checkpoint signed by key %s, which is not among the keys given", c.KeyID)})
+				v.add(Finding{FindingUnknownKey, c.Seq, fmt.Sprintf("stored checkpoint signed by key %s, which is not among the keys given", c.KeyID)})
 			}
 		}
 		if last == nil || c.Seq > last.Seq {
 			last = c
 		}
 	}
-	// Only the newest checkpoint's signature is checked, as Verify does by
-	// default: its head covers, through the chain checked above, every row
-	// back to from. The background history check verifies every signature.
+	return last
+}
+
+// checkNewestSignature checks only the newest checkpoint's signature, as
+// Verify does by default: its head covers, through the chain checked, every
+// row back to from. The background history check verifies every
+// signature.
+func (v *verifyFromRun) checkNewestSignature(last *Checkpoint, byID map[string]ed25519.PublicKey, stored int) {
 	if last != nil {
-		rep.newest = last.Seq
+		v.rep.newest = last.Seq
 	}
-	if k, ok := byID[keyIDOf(last)]; ok {
-		rep.SignaturesVerified = 1
-		rep.SignaturesUnchecked = len(cps) - 1
-		if err := last.VerifySignature(k); err != nil {
-			rep.add(limit, Finding{FindingBadSignature, last.Seq, err.Error()})
-		} else if h, ok := hashes[last.Seq]; ok && h == last.HeadHash {
-			rep.SignedHead = last.Seq
-		}
+	k, ok := byID[keyIDOf(last)]
+	if !ok {
+		return
 	}
-	if len(keys) > 0 && prev.Seq > r.base.Seq && (last == nil || last.Seq < prev.Seq) {
-		from := r.base.Seq + 1
-		if last != nil {
-			from = last.Seq + 1
-		}
-		rep.add(limit, Finding{FindingUnsignedRows, from, fmt.Sprintf("rows %d to %d come after the last checkpoint: the controller signs every commit, so it did not write them", from, prev.Seq)})
+	v.rep.SignaturesVerified = 1
+	v.rep.SignaturesUnchecked = stored - 1
+	if err := last.VerifySignature(k); err != nil {
+		v.add(Finding{FindingBadSignature, last.Seq, err.Error()})
+	} else if h, ok := v.hashes[last.Seq]; ok && h == last.HeadHash {
+		v.rep.SignedHead = last.Seq
 	}
-	return rep, nil
+}
+
+// checkUnsignedTail finds rows after the newest checkpoint, which the
+// controller (signing every commit) did not write.
+func (v *verifyFromRun) checkUnsignedTail(last *Checkpoint) {
+	base, head := v.r.base, v.prev
+	if head.Seq <= base.Seq || (last != nil && last.Seq >= head.Seq) {
+		return
+	}
+	from := base.Seq + 1
+	if last != nil {
+		from = last.Seq + 1
+	}
+	v.add(Finding{FindingUnsignedRows, from, fmt.Sprintf("rows %d to %d come after the last checkpoint: the controller signs every commit, so it did not write them", from, head.Seq)})
 }
 
 func keyIDOf(c *Checkpoint) string {

@@ -259,240 +259,336 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions) (*Report, error)
 	if r.parts != nil {
 		return r.verifyParts(ctx, opt)
 	}
-	limit := opt.MaxFindings
-	if limit <= 0 {
-		limit = 1000
+	v := &verifyRun{r: r, opt: opt, limit: opt.MaxFindings}
+	if v.limit <= 0 {
+		v.limit = 1000
 	}
-	rep := &Report{Path: r.path, Table: r.table, SignaturesChecked: len(opt.PublicKeys) > 0, EverySignature: opt.EverySignature}
-	conn, err := r.db.Conn(ctx)
+	v.rep = &Report{Path: r.path, Table: r.table, SignaturesChecked: len(opt.PublicKeys) > 0, EverySignature: opt.EverySignature}
+	snap, err := r.openVerifySnapshot(ctx, func(f Finding) { v.rep.add(v.limit, f) })
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
 	}
-	defer conn.Close()
-	var tx *sql.Tx
-	// The schema is read first: that takes the snapshot every check uses.
-	// On more than one core two more connections are proven to see it: a
-	// second reader of the rows, and one that reads the checkpoints beside
-	// them.
-	peers := 0
-	if scanReaders() > 1 {
-		peers = 2
-	}
-	others, otherTxs, err := snapshotPeers(ctx, r.db, conn, peers, func() error {
-		if tx, err = conn.BeginTx(ctx, nil); err != nil {
-			return err
-		}
-		return checkSchemaObjects(ctx, tx, func(f Finding) { rep.add(limit, f) })
-	})
-	if tx != nil {
-		defer tx.Rollback()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("verify %s: %w", r.path, err)
-	}
+	defer snap.close()
 	if r.baseErr != nil {
-		rep.add(limit, Finding{Kind: FindingMalformed, Detail: "the chain's base in meta: " + r.baseErr.Error()})
+		v.rep.add(v.limit, Finding{Kind: FindingMalformed, Detail: "the chain's base in meta: " + r.baseErr.Error()})
 	}
-	for i, c := range others {
-		defer c.Close()
-		defer otherTxs[i].Rollback()
-	}
-	conns := []*sql.Conn{conn}
-	if len(others) > 0 {
-		conns = append(conns, others[0])
-	}
-
-	// The stored checkpoints: kept whole are the ones whose signatures may
-	// be checked (every one with EverySignature, else the anchors; the
-	// newest always is).
-	anchors := make(map[int64]bool, len(opt.Anchors))
-	for _, s := range opt.Anchors {
-		anchors[s] = true
-	}
-	keep := func(seq int64) bool { return len(opt.PublicKeys) > 0 && (opt.EverySignature || anchors[seq]) }
-	feed := newCPFeed()
-	if len(others) == 2 {
-		nice := threadprio.Nice()
-		go func() {
-			threadprio.Same(nice)
-			readStoredCheckpoints(ctx, others[1], r.table, keep, feed)
-		}()
-		defer feed.result() // before its connection is closed
-	} else {
-		readStoredCheckpoints(ctx, conn, r.table, keep, feed)
-	}
-	// The signatures do not depend on the rows: they are checked on other
-	// cores while the rows are read, once the checkpoints are.
-	var sigs signaturePlan
-	sigsDone := make(chan struct{})
-	go func() {
-		defer close(sigsDone)
-		stored, err := feed.result()
-		if err != nil {
-			return
-		}
-		sigs = planSignatures(stored, opt, r.table)
-		<-verifySignatures(len(sigs.toCheck), sigs.check)
-	}()
+	feed, waitFeed := v.readCheckpoints(ctx, snap)
+	defer waitFeed() // before its connection is closed
+	sigsDone := v.checkSignatures(feed)
 	// Wait for it on every return: its goroutines read what the checks
 	// below own.
 	defer func() { <-sigsDone }()
 
-	// The hash of every row a checkpoint names, filled in while streaming:
-	// the stored ones' as they are read, the external ones' up front.
-	match := newCPMatch(feed)
-	external := newSeqHashes(opt.Checkpoints, func(c Checkpoint) int64 { return c.Seq })
-	// The rows' findings, put after the stored checkpoints' malformed
-	// ones (read meanwhile) below.
-	var rowRep Report
-	radd := func(f Finding) { rowRep.add(limit, f) }
-
-	prev := r.base // where this file's chain starts: row 0, or a sealed segment's head
-	// check checks one row, its fields prepared.
-	check := func(seq int64, at string, p *preparedRow) {
-		rep.Events++
-		link := true
-		if seq != prev.Seq+1 {
-			radd(Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
-			link = false // the predecessor is gone: its link cannot be checked
-		}
-		switch {
-		case p.errPrev != nil:
-			radd(Finding{FindingMalformed, seq, "prev_hash: " + p.errPrev.Error()})
-		case p.errHash != nil:
-			radd(Finding{FindingMalformed, seq, "hash: " + p.errHash.Error()})
-		default:
-			if !p.canonAt {
-				radd(Finding{FindingMalformed, seq, fmt.Sprintf("at %q is not a time in the trail's canonical form", at)})
-			}
-			if p.want != p.hash {
-				radd(Finding{FindingEdited, seq, fmt.Sprintf("stored hash %s, fields hash to %s", p.hash, p.want)})
-			}
-			if link && p.prev != prev.Hash {
-				radd(Finding{FindingBrokenLink, seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", p.prev, prev.Seq, prev.Hash)})
-			}
-		}
-		match.record(seq, p.hash)
-		external.record(seq, p.hash)
-		prev = Head{Seq: seq, Hash: p.hash}
-	}
-	var sc prepScratch
-	// checkAny checks a row read value by value, whatever types a hostile
-	// file holds.
-	checkAny := func(vSeq, vAt, vKind, vShoe, vCoup, vBody, vPrev, vHash any) {
-		seq, ok := vSeq.(int64)
-		if !ok {
-			// Cannot happen with an INTEGER PRIMARY KEY; kept so hostile
-			// files never panic the checker.
-			rep.Events++
-			radd(Finding{FindingMalformed, prev.Seq + 1, fmt.Sprintf("row after seq %d has seq %v", prev.Seq, vSeq)})
-			return
-		}
-		shoe, ok1 := vShoe.(int64)
-		coup, ok2 := vCoup.(int64)
-		if !ok1 || !ok2 {
-			rep.Events++
-			if seq != prev.Seq+1 {
-				radd(Finding{FindingGap, prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", prev.Seq+1, seq-1)})
-			}
-			radd(Finding{FindingMalformed, seq, fmt.Sprintf("shoe %v, coup %v: not integers", vShoe, vCoup)})
-			h, _ := ParseHash(asText(vHash))
-			match.record(seq, h)
-			external.record(seq, h)
-			prev = Head{Seq: seq, Hash: h}
-			return
-		}
-		at := asText(vAt)
-		p := prepareRow(&sc, seq, at, asText(vKind), shoe, coup, asText(vBody), asText(vPrev), asText(vHash))
-		check(seq, at, &p)
-	}
-	err = scanTrail(ctx, tx, conns, func(row *scanRow) {
-		if l := row.loose; l != nil {
-			checkAny(l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7])
-			return
-		}
-		check(row.seq, row.at, &row.p)
-	})
+	chain := v.newChainCheck(feed)
+	err = scanTrail(ctx, snap.tx, snap.rowConns(), chain.visit)
 	if err != nil {
-		return nil, fmt.Errorf("verify %s: read events after seq %d: %w", r.path, prev.Seq, err)
+		return nil, fmt.Errorf("verify %s: read events after seq %d: %w", r.path, chain.prev.Seq, err)
 	}
 	stored, err := feed.result()
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", r.path, err)
 	}
 	<-sigsDone
-	rep.Head = prev
+	v.rep.Head = chain.prev
+	v.gather(stored, &chain.rowRep)
+	v.checkUnsignedTail()
+	v.checkClaims(stored, chain.match, chain.external)
+	return v.rep, nil
+}
+
+// verifyRun is one Verify of a single file: its options, its report, and
+// the signatures checked beside the rows.
+type verifyRun struct {
+	r     *Reader
+	opt   VerifyOptions
+	limit int
+	rep   *Report
+	sigs  signaturePlan // set by checkSignatures' goroutine; read once it is done
+}
+
+// verifySnapshot is the connections one Verify reads a single snapshot
+// through: the first (the schema and the rows), and on more than one core
+// two peers proven to see the same snapshot (a second reader of the rows,
+// and one for the checkpoints beside them).
+type verifySnapshot struct {
+	conn     *sql.Conn
+	tx       *sql.Tx
+	others   []*sql.Conn
+	otherTxs []*sql.Tx
+}
+
+// openVerifySnapshot reads the schema first, which takes the snapshot
+// every check uses, and reports its findings to add.
+func (r *Reader) openVerifySnapshot(ctx context.Context, add func(Finding)) (*verifySnapshot, error) {
+	conn, err := r.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &verifySnapshot{conn: conn}
+	peers := 0
+	if scanReaders() > 1 {
+		peers = 2
+	}
+	s.others, s.otherTxs, err = snapshotPeers(ctx, r.db, conn, peers, func() error {
+		if s.tx, err = conn.BeginTx(ctx, nil); err != nil {
+			return err
+		}
+		return checkSchemaObjects(ctx, s.tx, add)
+	})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *verifySnapshot) close() {
+	for i := len(s.others) - 1; i >= 0; i-- {
+		s.otherTxs[i].Rollback()
+		s.others[i].Close()
+	}
+	if s.tx != nil {
+		s.tx.Rollback()
+	}
+	s.conn.Close()
+}
+
+// rowConns is the connections the rows are read through.
+func (s *verifySnapshot) rowConns() []*sql.Conn {
+	if len(s.others) > 0 {
+		return []*sql.Conn{s.conn, s.others[0]}
+	}
+	return []*sql.Conn{s.conn}
+}
+
+// readCheckpoints reads the stored checkpoints, on a peer connection beside
+// the rows when there is one; kept whole are the ones whose signatures may
+// be checked (every one with EverySignature, else the anchors; the newest
+// always is). wait waits for the reading to end.
+func (v *verifyRun) readCheckpoints(ctx context.Context, snap *verifySnapshot) (feed *cpFeed, wait func()) {
+	anchors := make(map[int64]bool, len(v.opt.Anchors))
+	for _, s := range v.opt.Anchors {
+		anchors[s] = true
+	}
+	keep := func(seq int64) bool {
+		return len(v.opt.PublicKeys) > 0 && (v.opt.EverySignature || anchors[seq])
+	}
+	feed = newCPFeed()
+	if len(snap.others) < 2 {
+		readStoredCheckpoints(ctx, snap.conn, v.r.table, keep, feed)
+		return feed, func() {}
+	}
+	nice := threadprio.Nice()
+	go func() {
+		threadprio.Same(nice)
+		readStoredCheckpoints(ctx, snap.others[1], v.r.table, keep, feed)
+	}()
+	return feed, func() { feed.result() }
+}
+
+// checkSignatures checks the signatures on other cores while the rows are
+// read, once the checkpoints are: they do not depend on the rows. The
+// channel closes when v.sigs is final.
+func (v *verifyRun) checkSignatures(feed *cpFeed) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stored, err := feed.result()
+		if err != nil {
+			return
+		}
+		v.sigs = planSignatures(stored, v.opt, v.r.table)
+		<-verifySignatures(len(v.sigs.toCheck), v.sigs.check)
+	}()
+	return done
+}
+
+// chainCheck checks the rows as they stream by: hash, link, sequence; and
+// notes the hash of every row a checkpoint names (the stored ones' as they
+// are read, the external ones' up front).
+type chainCheck struct {
+	rep      *Report // its Events count
+	limit    int
+	rowRep   Report // the rows' findings, put after the stored checkpoints' malformed ones
+	prev     Head   // where the chain stands: row 0, a sealed segment's head, then the last row read
+	match    *cpMatch
+	external *seqHashes
+	sc       prepScratch
+}
+
+func (v *verifyRun) newChainCheck(feed *cpFeed) *chainCheck {
+	return &chainCheck{
+		rep:      v.rep,
+		limit:    v.limit,
+		prev:     v.r.base,
+		match:    newCPMatch(feed),
+		external: newSeqHashes(v.opt.Checkpoints, func(c Checkpoint) int64 { return c.Seq }),
+	}
+}
+
+func (c *chainCheck) add(f Finding) { c.rowRep.add(c.limit, f) }
+
+// visit checks one row as the scan gives it.
+func (c *chainCheck) visit(row *scanRow) {
+	if l := row.loose; l != nil {
+		c.checkAny(l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7])
+		return
+	}
+	c.check(row.seq, row.at, &row.p)
+}
+
+// check checks one row, its fields prepared.
+func (c *chainCheck) check(seq int64, at string, p *preparedRow) {
+	c.rep.Events++
+	link := true
+	if seq != c.prev.Seq+1 {
+		c.add(Finding{FindingGap, c.prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", c.prev.Seq+1, seq-1)})
+		link = false // the predecessor is gone: its link cannot be checked
+	}
+	switch {
+	case p.errPrev != nil:
+		c.add(Finding{FindingMalformed, seq, "prev_hash: " + p.errPrev.Error()})
+	case p.errHash != nil:
+		c.add(Finding{FindingMalformed, seq, "hash: " + p.errHash.Error()})
+	default:
+		if !p.canonAt {
+			c.add(Finding{FindingMalformed, seq, fmt.Sprintf("at %q is not a time in the trail's canonical form", at)})
+		}
+		if p.want != p.hash {
+			c.add(Finding{FindingEdited, seq, fmt.Sprintf("stored hash %s, fields hash to %s", p.hash, p.want)})
+		}
+		if link && p.prev != c.prev.Hash {
+			c.add(Finding{FindingBrokenLink, seq, fmt.Sprintf("prev_hash %s, row %d has hash %s", p.prev, c.prev.Seq, c.prev.Hash)})
+		}
+	}
+	c.advance(seq, p.hash)
+}
+
+func (c *chainCheck) advance(seq int64, h Hash) {
+	c.match.record(seq, h)
+	c.external.record(seq, h)
+	c.prev = Head{Seq: seq, Hash: h}
+}
+
+// checkAny checks a row read value by value, whatever types a hostile file
+// holds.
+func (c *chainCheck) checkAny(vSeq, vAt, vKind, vShoe, vCoup, vBody, vPrev, vHash any) {
+	seq, ok := vSeq.(int64)
+	if !ok {
+		// Cannot happen with an INTEGER PRIMARY KEY; kept so hostile
+		// files never panic the checker.
+		c.rep.Events++
+		c.add(Finding{FindingMalformed, c.prev.Seq + 1, fmt.Sprintf("row after seq %d has seq %v", c.prev.Seq, vSeq)})
+		return
+	}
+	shoe, ok1 := vShoe.(int64)
+	coup, ok2 := vCoup.(int64)
+	if !ok1 || !ok2 {
+		c.rep.Events++
+		if seq != c.prev.Seq+1 {
+			c.add(Finding{FindingGap, c.prev.Seq + 1, fmt.Sprintf("rows %d to %d are missing", c.prev.Seq+1, seq-1)})
+		}
+		c.add(Finding{FindingMalformed, seq, fmt.Sprintf("shoe %v, coup %v: not integers", vShoe, vCoup)})
+		h, _ := ParseHash(asText(vHash))
+		c.advance(seq, h)
+		return
+	}
+	at := asText(vAt)
+	p := prepareRow(&c.sc, seq, at, asText(vKind), shoe, coup, asText(vBody), asText(vPrev), asText(vHash))
+	c.check(seq, at, &p)
+}
+
+// gather puts the findings in the report's order (the stored checkpoints'
+// malformed ones, then the rows') and the signatures' counts.
+func (v *verifyRun) gather(stored *storedCheckpoints, rowRep *Report) {
+	rep := v.rep
 	for _, f := range stored.bad {
-		rep.add(limit, f)
+		rep.add(v.limit, f)
 	}
 	for _, f := range rowRep.Findings {
-		rep.add(limit, f)
+		rep.add(v.limit, f)
 	}
 	rep.Omitted += rowRep.Omitted
-	if sigs.unverifiable != "" {
-		rep.Unverifiable = sigs.unverifiable
+	if v.sigs.unverifiable != "" {
+		rep.Unverifiable = v.sigs.unverifiable
 		rep.SignaturesChecked = false
 	}
-	rep.SignaturesVerified = len(sigs.toCheck)
-	rep.SignaturesUnchecked = sigs.unchecked
+	rep.SignaturesVerified = len(v.sigs.toCheck)
+	rep.SignaturesUnchecked = v.sigs.unchecked
 	if n := stored.heads.len(); n > 0 {
 		rep.newest = stored.heads.at(n - 1).seq
 	}
+}
 
-	if len(opt.PublicKeys) > 0 {
-		last := max(r.base.Seq, rep.newest) // the base is signed in the sealed segment before this one
-		if rep.Head.Seq > last {
-			rep.add(limit, Finding{FindingUnsignedRows, last + 1, fmt.Sprintf("rows %d to %d come after the last checkpoint (seq %d): the controller signs every commit, so it did not write them", last+1, rep.Head.Seq, last)})
-		}
+// checkUnsignedTail finds rows after the last checkpoint, which the
+// controller (signing every commit) did not write.
+func (v *verifyRun) checkUnsignedTail() {
+	if len(v.opt.PublicKeys) == 0 {
+		return
 	}
-	// Every claim, stored and external, in seq order (stored first).
+	rep := v.rep
+	last := max(v.r.base.Seq, rep.newest) // the base is signed in the sealed segment before this one
+	if rep.Head.Seq > last {
+		rep.add(v.limit, Finding{FindingUnsignedRows, last + 1, fmt.Sprintf("rows %d to %d come after the last checkpoint (seq %d): the controller signs every commit, so it did not write them", last+1, rep.Head.Seq, last)})
+	}
+}
+
+// checkClaims checks every claim, stored and external, in seq order
+// (stored first at the same seq).
+func (v *verifyRun) checkClaims(stored *storedCheckpoints, match *cpMatch, external *seqHashes) {
+	opt := v.opt
 	ext := make([]int, len(opt.Checkpoints))
 	for i := range ext {
 		ext[i] = i
 	}
 	slices.SortStableFunc(ext, func(a, b int) int { return cmp.Compare(opt.Checkpoints[a].Seq, opt.Checkpoints[b].Seq) })
-	claim := func(source string, seq int64, table, keyID string, headHash Hash, held *Hash, sig int) {
-		rep.Checkpoints++
-		if table != r.table {
-			rep.add(limit, Finding{FindingWrongTable, seq, fmt.Sprintf("%s is of table %q, the trail of %q", source, table, r.table)})
-			return
-		}
-		if len(sigs.keys) > 0 {
-			if _, ok := sigs.keys[keyID]; !ok {
-				rep.add(limit, Finding{FindingUnknownKey, seq, fmt.Sprintf("%s signed by key %s, which is not among the keys given", source, keyID)})
-			} else if sig >= 0 && sigs.errs[sig] != nil {
-				rep.add(limit, Finding{FindingBadSignature, seq, fmt.Sprintf("%s: %v", source, sigs.errs[sig])})
-			}
-		}
-		ok := false
-		switch h := held; {
-		case seq > rep.Head.Seq:
-			rep.add(limit, Finding{FindingTruncated, seq, fmt.Sprintf("%s names seq %d (hash %s) but the trail ends at seq %d", source, seq, headHash, rep.Head.Seq)})
-		case h == nil:
-			rep.add(limit, Finding{FindingCheckpointMismatch, seq, fmt.Sprintf("%s names seq %d, which is missing", source, seq)})
-		case *h != headHash:
-			rep.add(limit, Finding{FindingCheckpointMismatch, seq, fmt.Sprintf("%s says hash %s, the row has %s", source, headHash, *h)})
-		default:
-			ok = true
-		}
-		if ok && sig >= 0 && sigs.errs[sig] == nil && source == "stored checkpoint" {
-			rep.SignedHead = max(rep.SignedHead, seq)
-		}
+	externalClaim := func(e int) {
+		c := opt.Checkpoints[e]
+		v.claim("external checkpoint", c.Seq, c.Table, c.KeyID, c.HeadHash, external.get(c.Seq), v.sigs.sigOf(-1, e))
 	}
 	j := 0
 	for i := range stored.heads.len() {
 		h := stored.heads.at(i)
 		for ; j < len(ext) && opt.Checkpoints[ext[j]].Seq < h.seq; j++ {
-			c := opt.Checkpoints[ext[j]]
-			claim("external checkpoint", c.Seq, c.Table, c.KeyID, c.HeadHash, external.get(c.Seq), sigs.sigOf(-1, ext[j]))
+			externalClaim(ext[j])
 		}
-		claim("stored checkpoint", h.seq, r.table, stored.keyIDs[h.key], h.head, match.get(i), sigs.sigOf(i, -1))
+		v.claim("stored checkpoint", h.seq, v.r.table, stored.keyIDs[h.key], h.head, match.get(i), v.sigs.sigOf(i, -1))
 	}
 	for ; j < len(ext); j++ {
-		c := opt.Checkpoints[ext[j]]
-		claim("external checkpoint", c.Seq, c.Table, c.KeyID, c.HeadHash, external.get(c.Seq), sigs.sigOf(-1, ext[j]))
+		externalClaim(ext[j])
 	}
-	return rep, nil
+}
+
+// claim checks one checkpoint's claim: its table, its key and signature,
+// and that the row it names is there with the hash it says.
+func (v *verifyRun) claim(source string, seq int64, table, keyID string, headHash Hash, held *Hash, sig int) {
+	rep, sigs := v.rep, &v.sigs
+	rep.Checkpoints++
+	if table != v.r.table {
+		rep.add(v.limit, Finding{FindingWrongTable, seq, fmt.Sprintf("%s is of table %q, the trail of %q", source, table, v.r.table)})
+		return
+	}
+	if len(sigs.keys) > 0 {
+		if _, ok := sigs.keys[keyID]; !ok {
+			rep.add(v.limit, Finding{FindingUnknownKey, seq, fmt.Sprintf("%s signed by key %s, which is not among the keys given", source, keyID)})
+		} else if sig >= 0 && sigs.errs[sig] != nil {
+			rep.add(v.limit, Finding{FindingBadSignature, seq, fmt.Sprintf("%s: %v", source, sigs.errs[sig])})
+		}
+	}
+	ok := false
+	switch h := held; {
+	case seq > rep.Head.Seq:
+		rep.add(v.limit, Finding{FindingTruncated, seq, fmt.Sprintf("%s names seq %d (hash %s) but the trail ends at seq %d", source, seq, headHash, rep.Head.Seq)})
+	case h == nil:
+		rep.add(v.limit, Finding{FindingCheckpointMismatch, seq, fmt.Sprintf("%s names seq %d, which is missing", source, seq)})
+	case *h != headHash:
+		rep.add(v.limit, Finding{FindingCheckpointMismatch, seq, fmt.Sprintf("%s says hash %s, the row has %s", source, headHash, *h)})
+	default:
+		ok = true
+	}
+	if ok && sig >= 0 && sigs.errs[sig] == nil && source == "stored checkpoint" {
+		rep.SignedHead = max(rep.SignedHead, seq)
+	}
 }
 
 // signaturePlan is which checkpoint signatures Verify checks, and what
