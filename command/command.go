@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -130,26 +131,65 @@ type parsed struct {
 // identifying fields could be read, so the reply can still echo the id.
 func parse(payload []byte) parsed {
 	var p parsed
-	if len(payload) > MaxBytes {
-		p.refusal = refuse(CodeOversized, "the command is %d bytes or more; the limit is %d", len(payload), MaxBytes)
+	canon, members, refusal := readObject(payload)
+	if refusal != nil {
+		p.refusal = refusal
 		return p
 	}
-	if !utf8.Valid(payload) {
-		p.refusal = refuse(CodeMalformed, "the command is not valid UTF-8")
+	p.cmd = identifying(members)
+	fail := func(err error) parsed {
+		r := refuse(CodeMalformed, "%v", err)
+		r.identify(p.cmd)
+		p.refusal = r
 		return p
+	}
+	c, err := decodeStrict(canon, members)
+	if err != nil {
+		return fail(err)
+	}
+	p.cmd = c
+	if err := checkFields(c); err != nil {
+		return fail(err)
+	}
+	if p.issued, err = time.Parse(time.RFC3339Nano, c.IssuedAt); err != nil {
+		return fail(fmt.Errorf("issued_at %q: want RFC 3339", clip(c.IssuedAt)))
+	}
+	if p.sig, err = base64.StdEncoding.Strict().DecodeString(c.Sig); err != nil || len(p.sig) != ed25519.SignatureSize {
+		return fail(fmt.Errorf("sig: want %d bytes in standard base64", ed25519.SignatureSize))
+	}
+	if p.card, err = checkAction(c); err != nil {
+		return fail(err)
+	}
+	if p.signed, err = signedBytes(members); err != nil {
+		return fail(err)
+	}
+	return p
+}
+
+// readObject reads the payload as one JSON object, bounded and canonical,
+// and its members; or the refusal that says why it is not one.
+func readObject(payload []byte) (canon []byte, members map[string]json.RawMessage, _ *Refusal) {
+	if len(payload) > MaxBytes {
+		return nil, nil, refuse(CodeOversized, "the command is %d bytes or more; the limit is %d", len(payload), MaxBytes)
+	}
+	if !utf8.Valid(payload) {
+		return nil, nil, refuse(CodeMalformed, "the command is not valid UTF-8")
 	}
 	canon, err := audit.Canonicalize(payload)
 	if err != nil {
-		p.refusal = refuse(CodeMalformed, "the command is not one JSON object: %v", err)
-		return p
+		return nil, nil, refuse(CodeMalformed, "the command is not one JSON object: %v", err)
 	}
-	var members map[string]json.RawMessage
 	if err := json.Unmarshal(canon, &members); err != nil || members == nil {
-		p.refusal = refuse(CodeMalformed, "the command is not a JSON object")
-		return p
+		return nil, nil, refuse(CodeMalformed, "the command is not a JSON object")
 	}
-	// Read what identifies the command first, for the refusal.
-	for name, dst := range map[string]*string{"id": &p.cmd.ID, "action": &p.cmd.Action, "supervisor": &p.cmd.Supervisor, "table": &p.cmd.Table} {
+	return canon, members, nil
+}
+
+// identifying reads what identifies the command first, for a refusal:
+// whichever of id, action, supervisor and table are short strings.
+func identifying(members map[string]json.RawMessage) Command {
+	var c Command
+	for name, dst := range map[string]*string{"id": &c.ID, "action": &c.Action, "supervisor": &c.Supervisor, "table": &c.Table} {
 		if raw, ok := members[name]; ok {
 			var s string
 			if json.Unmarshal(raw, &s) == nil && utf8.ValidString(s) && len(s) <= 64 {
@@ -157,86 +197,99 @@ func parse(payload []byte) parsed {
 			}
 		}
 	}
-	fail := func(format string, args ...any) parsed {
-		r := refuse(CodeMalformed, format, args...)
-		r.identify(p.cmd)
-		p.refusal = r
-		return p
-	}
+	return c
+}
+
+// decodeStrict decodes the command, refusing any member it does not know.
+func decodeStrict(canon []byte, members map[string]json.RawMessage) (Command, error) {
 	for name := range members {
 		if !slices.Contains(fields, name) {
-			return fail("unknown field %q", clip(name))
+			return Command{}, fmt.Errorf("unknown field %q", clip(name))
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(canon))
 	dec.DisallowUnknownFields()
 	var c Command
 	if err := dec.Decode(&c); err != nil {
-		return fail("%v", err)
+		return Command{}, err
 	}
-	p.cmd = c
+	return c, nil
+}
+
+// checkFields checks the fields every command has.
+func checkFields(c Command) error {
 	switch {
 	case c.Table == "":
-		return fail("no table")
+		return errors.New("no table")
 	case len(c.Table) > 64:
-		return fail("table id longer than 64 bytes")
+		return errors.New("table id longer than 64 bytes")
 	case !validID(c.ID):
-		return fail("id %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ : -", clip(c.ID))
+		return fmt.Errorf("id %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ : -", clip(c.ID))
 	case !slices.Contains(Actions, c.Action):
-		return fail("unknown action %q", clip(c.Action))
+		return fmt.Errorf("unknown action %q", clip(c.Action))
 	case !coup.ValidStaffName(c.Supervisor):
-		return fail("supervisor %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Supervisor))
+		return fmt.Errorf("supervisor %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Supervisor))
 	case c.Sig == "":
-		return fail("no signature")
+		return errors.New("no signature")
 	case len(c.Reason) > maxReason:
-		return fail("reason longer than %d bytes", maxReason)
+		return fmt.Errorf("reason longer than %d bytes", maxReason)
 	case c.Coup < 0:
-		return fail("coup %d: want 0 or more", c.Coup)
+		return fmt.Errorf("coup %d: want 0 or more", c.Coup)
 	case c.From < 0:
-		return fail("from %d: want 1 or more", c.From)
+		return fmt.Errorf("from %d: want 1 or more", c.From)
 	}
-	if p.issued, err = time.Parse(time.RFC3339Nano, c.IssuedAt); err != nil {
-		return fail("issued_at %q: want RFC 3339", clip(c.IssuedAt))
-	}
-	if p.sig, err = base64.StdEncoding.Strict().DecodeString(c.Sig); err != nil || len(p.sig) != ed25519.SignatureSize {
-		return fail("sig: want %d bytes in standard base64", ed25519.SignatureSize)
-	}
+	return nil
+}
+
+// checkAction checks the fields that belong to one action: each is given
+// where its action needs it and nowhere else. A card action's card comes
+// back parsed.
+func checkAction(c Command) (*coup.Card, error) {
+	var card *coup.Card
 	switch c.Action {
 	case coup.ActionCard:
-		card, err := coup.ParseCard(c.Card)
+		cd, err := coup.ParseCard(c.Card)
 		if err != nil {
-			return fail("card %q: %v", clip(c.Card), err)
+			return nil, fmt.Errorf("card %q: %v", clip(c.Card), err)
 		}
-		p.card = &card
+		card = &cd
 	case ActionResync:
 		if c.From < 1 {
-			return fail("resync needs from, the first sequence number to send")
+			return nil, errors.New("resync needs from, the first sequence number to send")
 		}
 	case coup.ActionDealerIn:
 		if !coup.ValidStaffName(c.Dealer) {
-			return fail("dealer %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Dealer))
+			return nil, fmt.Errorf("dealer %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Dealer))
 		}
 	}
-	if c.Dealer != "" && c.Action != coup.ActionDealerIn {
-		return fail("dealer is only for the dealer-in action")
+	switch {
+	case c.Dealer != "" && c.Action != coup.ActionDealerIn:
+		return nil, errors.New("dealer is only for the dealer-in action")
+	case c.Card != "" && c.Action != coup.ActionCard:
+		return nil, errors.New("card is only for the card action")
+	case c.From != 0 && c.Action != ActionResync:
+		return nil, errors.New("from is only for the resync action")
 	}
-	if c.Card != "" && c.Action != coup.ActionCard {
-		return fail("card is only for the card action")
+	return card, nil
+}
+
+// signedBytes is what the signature covers: the object as received, less
+// its signature, canonical, after the signing domain.
+func signedBytes(members map[string]json.RawMessage) ([]byte, error) {
+	rest := make(map[string]json.RawMessage, len(members))
+	for k, v := range members {
+		if k != "sig" {
+			rest[k] = v
+		}
 	}
-	if c.From != 0 && c.Action != ActionResync {
-		return fail("from is only for the resync action")
-	}
-	// The signed bytes are the object as received, less its signature.
-	delete(members, "sig")
-	obj, err := json.Marshal(members)
+	obj, err := json.Marshal(rest)
 	if err == nil {
 		obj, err = audit.Canonicalize(obj)
 	}
 	if err != nil {
-		return fail("%v", err)
+		return nil, err
 	}
-	p.signed = append([]byte(SigningDomain), obj...)
-	return p
+	return append([]byte(SigningDomain), obj...), nil
 }
 
 func validID(s string) bool {
