@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/edfast"
+	"github.com/tablectl/tablectl/audit/internal/edfast"
 )
 
 // CheckpointFormat names the signed message and the checkpoint file format.
@@ -133,7 +133,7 @@ func (c Checkpoint) verify(id string, verify func(msg, sig []byte) bool) error {
 // CheckpointKey is a public key made ready to check many checkpoints
 // (every signature of a trail, a table's at the floor's witness): its
 // point is decoded once, and its id computed once. The rules are
-// crypto/ed25519's (internal/edfast).
+// crypto/ed25519's (audit/internal/edfast).
 type CheckpointKey struct {
 	id string
 	k  *edfast.Key

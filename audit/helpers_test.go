@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 )
 
 // newStepClock starts at a fixed instant and moves on by 1.5 s at every

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablectl/tablectl/base/threadprio"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/threadprio"
 )
 
 // historyCheck is the full verification a recorder runs in the background

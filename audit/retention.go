@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 )
 
 // archivedSuffix marks a segment archived: the file <segment>.archived

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 )
 
 // segmentedTrail plays a shoe on a directory trail and returns the open

@@ -12,8 +12,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tablectl/tablectl/internal/sqlitebatch"
-	"github.com/tablectl/tablectl/internal/threadprio"
+	"github.com/tablectl/tablectl/audit/internal/sqlitebatch"
+	"github.com/tablectl/tablectl/base/threadprio"
 )
 
 // Verify's time is reading, not hashing: SQLite stepping through the rows
@@ -21,7 +21,7 @@ import (
 // each row's eight values also became five strings and eight interface
 // values on the heap, about as much again with the collector's work; the
 // readers now take their rows in batches straight from SQLite
-// (internal/sqlitebatch), the texts hashed where they lie in the batch's
+// (audit/internal/sqlitebatch), the texts hashed where they lie in the batch's
 // buffer. (A chunked read that had SQLite concatenate rows into one text
 // did three times SQLite's work and was slower.) And two cores: scanTrail
 // reads ranges of seq on two connections at once when both are proven to

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/sqlitebatch"
+	"github.com/tablectl/tablectl/audit/internal/sqlitebatch"
 )
 
 // smallRanges makes scanTrail cut a test-sized trail into many ranges and

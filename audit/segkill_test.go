@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/coup"
 )

@@ -18,8 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/clock"
 
 	"github.com/mattn/go-sqlite3"
 )

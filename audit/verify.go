@@ -15,7 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tablectl/tablectl/internal/threadprio"
+	"github.com/tablectl/tablectl/base/threadprio"
 )
 
 // FindingKind says what Verify found wrong.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tablectl/tablectl/internal/sqlitebatch"
+	"github.com/tablectl/tablectl/audit/internal/sqlitebatch"
 )
 
 // A trail signs a checkpoint in every commit: hundreds of thousands per

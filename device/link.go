@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"go.bug.st/serial"
 )

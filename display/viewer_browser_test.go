@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/viewer"
-	"github.com/tablectl/tablectl/internal/clock"
 )
 
 // pacedTable is the recorder with time moving on 137 ms at each input

@@ -145,7 +145,7 @@ func (r *Registry) verify(table string, c audit.Checkpoint) error {
 }
 
 // key is pub made ready for the many checkpoints it signs, once: about
-// half the time of a check each (internal/edfast).
+// half the time of a check each (audit/internal/edfast).
 func (r *Registry) key(pub ed25519.PublicKey) *audit.CheckpointKey {
 	if k, ok := r.prepared.Load(string(pub)); ok {
 		return k.(*audit.CheckpointKey)

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/clock"
 )
 
 // The shoe watch: the floor's shuffle check across tables (issue 33). A

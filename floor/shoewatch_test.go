@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/clock"
 )
 
 // dealer makes the rows a table sends as it deals shoes: each card an

@@ -17,8 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/display/mqttpub"
-	"github.com/tablectl/tablectl/internal/clock"
 )
 
 //go:embed view.html

@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablectl/tablectl/command"
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // Defaults of a witness's settings.
@@ -805,8 +805,8 @@ func (w *Witness) resync(table string, from int64) {
 	if w.cfg.Key == nil {
 		return
 	}
-	c := command.Command{Table: table, ID: command.NewID(), Action: command.ActionResync, Supervisor: w.cfg.KeyName,
-		IssuedAt: command.FormatTime(w.cfg.Clock.Now()), From: from, Reason: "floor witness " + w.cfg.Name + ": gap"}
+	c := signedcmd.Command{Table: table, ID: signedcmd.NewID(), Action: signedcmd.ActionResync, Supervisor: w.cfg.KeyName,
+		IssuedAt: signedcmd.FormatTime(w.cfg.Clock.Now()), From: from, Reason: "floor witness " + w.cfg.Name + ": gap"}
 	if err := c.Sign(w.cfg.Key); err != nil {
 		w.log.Error("resync not signed", "table", table, "err", err)
 		return

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/clock"
 )
 
 // step is one input of the hand-made shoe, at a wall-clock time of

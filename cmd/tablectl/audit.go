@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/signedcmd"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/smallfile"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 func init() {

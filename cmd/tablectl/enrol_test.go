@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 func TestEnrol(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 func init() {

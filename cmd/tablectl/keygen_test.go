@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 func TestKeygen(t *testing.T) {

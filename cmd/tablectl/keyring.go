@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 func init() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // TestKeyringSteps: the officer's steps by the command line: the officer's

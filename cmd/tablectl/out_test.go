@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // TestOutMakesItsFolder: every command that writes what --out names makes

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 

@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // The supervisor's commands: each signs, sends and waits for its reply.

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // supervisorKey makes a supervisor's key pair as keygen does.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // roadKeeper keeps public/roads. Apply sees every row the publisher applies, in
@@ -177,7 +177,7 @@ func (e *engine) rowMessages(rec audit.Record) []Message {
 			add(e.msg(TopicPitAlerts, 1, false, a))
 		}
 	case audit.KindRejected:
-		var b command.RejectedBody
+		var b signedcmd.RejectedBody
 		if json.Unmarshal(rec.Body, &b) == nil {
 			add(e.msg(TopicPitAlerts, 1, false, Alert{
 				State: AlertNotice, ID: fmt.Sprintf("command-%d", rec.Seq), Source: SourceCommand, Kind: "command_rejected",
@@ -206,8 +206,8 @@ func (e *engine) rowMessages(rec audit.Record) []Message {
 				Seq:     rec.Seq, At: rec.At,
 			}))
 		}
-	case command.KindKeyringRefused:
-		var b command.KeyringRefusedBody
+	case signedcmd.KindKeyringRefused:
+		var b signedcmd.KeyringRefusedBody
 		if json.Unmarshal(rec.Body, &b) == nil {
 			add(e.msg(TopicPitAlerts, 1, false, Alert{
 				State: AlertNotice, ID: fmt.Sprintf("keyring-%d", rec.Seq), Source: SourceCommand, Kind: "keyring_refused",
@@ -215,8 +215,8 @@ func (e *engine) rowMessages(rec audit.Record) []Message {
 				Seq:     rec.Seq, At: rec.At,
 			}))
 		}
-	case command.KindRefusals:
-		var b command.RefusalsBody
+	case signedcmd.KindRefusals:
+		var b signedcmd.RefusalsBody
 		if json.Unmarshal(rec.Body, &b) == nil {
 			add(e.msg(TopicPitAlerts, 1, false, Alert{
 				State: AlertNotice, ID: fmt.Sprintf("command-%d", rec.Seq), Source: SourceCommand, Kind: "command_refusals",
@@ -226,7 +226,7 @@ func (e *engine) rowMessages(rec audit.Record) []Message {
 			}))
 		}
 	}
-	if r, ok := command.ReplyFor(rec); ok {
+	if r, ok := signedcmd.ReplyFor(rec); ok {
 		add(e.msg(TopicCmdReply, 1, false, r))
 	}
 	return out
@@ -526,13 +526,13 @@ func offline(table string) []byte {
 }
 
 // resyncOf reads a resync row.
-func resyncOf(rec audit.Record) (command.AcceptedBody, bool) {
-	if rec.Kind != command.KindAccepted {
-		return command.AcceptedBody{}, false
+func resyncOf(rec audit.Record) (signedcmd.AcceptedBody, bool) {
+	if rec.Kind != signedcmd.KindAccepted {
+		return signedcmd.AcceptedBody{}, false
 	}
-	var b command.AcceptedBody
-	if json.Unmarshal(rec.Body, &b) != nil || !strings.EqualFold(b.Action, command.ActionResync) {
-		return command.AcceptedBody{}, false
+	var b signedcmd.AcceptedBody
+	if json.Unmarshal(rec.Body, &b) != nil || !strings.EqualFold(b.Action, signedcmd.ActionResync) {
+		return signedcmd.AcceptedBody{}, false
 	}
 	return b, true
 }

@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
 	"github.com/tablectl/tablectl/internal/mqtttest"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -60,10 +60,10 @@ func supervisorKey() ed25519.PrivateKey {
 	return ed25519.NewKeyFromSeed(seed[:])
 }
 
-func testKeyring(t testing.TB) *command.Keyring {
+func testKeyring(t testing.TB) *signedcmd.Keyring {
 	t.Helper()
 	pub := supervisorKey().Public().(ed25519.PublicKey)
-	kr, err := command.ParseKeyring([]byte(fmt.Sprintf(`{"keys":[{"name":"alice","public_key":%q,"actions":["*"]}]}`,
+	kr, err := signedcmd.ParseKeyring([]byte(fmt.Sprintf(`{"keys":[{"name":"alice","public_key":%q,"actions":["*"]}]}`,
 		base64.StdEncoding.EncodeToString(pub))))
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func newRig(t testing.TB, url string, o rigOptions) *rig {
 	r.user, r.pass = o.user, o.pass
 	conn, err := Dial(ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, "tablectl"), Username: o.user, Password: o.pass,
 		WillTopic: r.topics.Topic(TopicStatus), WillPayload: Offline(tableID),
-		Subscribe: []string{r.topics.Topic(TopicCmd)}, MaxPayload: command.MaxBytes,
+		Subscribe: []string{r.topics.Topic(TopicCmd)}, MaxPayload: signedcmd.MaxBytes,
 		KeepAlive: 2 * time.Second, ConnectTimeout: 2 * time.Second, MaxReconnectInterval: 200 * time.Millisecond, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -152,12 +152,12 @@ func newRig(t testing.TB, url string, o rigOptions) *rig {
 		t.Fatal(err)
 	}
 	r.pub = pub
-	ver, err := command.NewVerifier(command.VerifierOptions{Table: tableID, Keys: testKeyring(t), Clock: r.clock, Window: time.Hour})
+	ver, err := signedcmd.NewVerifier(signedcmd.VerifierOptions{Table: tableID, Keys: testKeyring(t), Clock: r.clock, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &command.Handler{Verifier: ver, Recorder: rec, Replier: pub, Clock: r.clock, Logger: quiet()}
-	cmds := make(chan command.Message)
+	h := &signedcmd.Handler{Verifier: ver, Recorder: rec, Replier: pub, Clock: r.clock, Logger: quiet()}
+	cmds := make(chan signedcmd.Message)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.wg.Add(3)
@@ -171,7 +171,7 @@ func newRig(t testing.TB, url string, o rigOptions) *rig {
 				return
 			case m := <-conn.Messages():
 				select {
-				case cmds <- command.Message{Payload: m.Payload, Size: m.Size}:
+				case cmds <- signedcmd.Message{Payload: m.Payload, Size: m.Size}:
 				case <-ctx.Done():
 					return
 				}
@@ -220,9 +220,9 @@ func (r *rig) inTrail(seq int64) bool {
 }
 
 // sign builds and signs a command for the rig's table.
-func (r *rig) sign(action string, edit func(*command.Command)) command.Command {
+func (r *rig) sign(action string, edit func(*signedcmd.Command)) signedcmd.Command {
 	r.t.Helper()
-	c := command.Command{Table: tableID, ID: command.NewID(), Action: action, Supervisor: "alice", IssuedAt: command.FormatTime(r.clock.Now())}
+	c := signedcmd.Command{Table: tableID, ID: signedcmd.NewID(), Action: action, Supervisor: "alice", IssuedAt: signedcmd.FormatTime(r.clock.Now())}
 	if edit != nil {
 		edit(&c)
 	}
@@ -268,8 +268,8 @@ func scenario(submit func(...coup.Input), record func(audit.Event)) {
 	submit(aCoup()...)
 	submit(cardIn("9H"))
 	submit(coup.Input{Kind: coup.InCmd, Command: &coup.Command{ID: "cmd-1", Action: coup.ActionResume, By: "alice", Reason: "card put back"}})
-	record(audit.Event{Kind: audit.KindRejected, Body: command.RejectedBody{ID: "cmd-2", Action: "void", Supervisor: "mallory",
-		Table: tableID, Code: command.CodeUnknownKey, Reason: "no key for supervisor \"mallory\" in the keyring", Bytes: 212,
+	record(audit.Event{Kind: audit.KindRejected, Body: signedcmd.RejectedBody{ID: "cmd-2", Action: "void", Supervisor: "mallory",
+		Table: tableID, Code: signedcmd.CodeUnknownKey, Reason: "no key for supervisor \"mallory\" in the keyring", Bytes: 212,
 		SHA256: "1f0c3e8fa1fd6e8b31d2a5bd1c8e0a2a6b39a6b33a1f2f8d7fbd0e2f0a3c4d5e"}})
 }
 

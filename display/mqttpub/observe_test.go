@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // heldClient is a broker that acknowledges nothing until the test says so.
@@ -190,13 +190,13 @@ func TestRefusalSummaryAlert(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 22, 21, 0, 10, 0, time.UTC)
-	body, err := json.Marshal(command.RefusalsBody{Count: 9990, Bytes: 61234567,
+	body, err := json.Marshal(signedcmd.RefusalsBody{Count: 9990, Bytes: 61234567,
 		Codes: map[string]int64{"oversized": 6660, "malformed": 3330},
 		From:  time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), To: time.Date(2026, 11, 22, 21, 0, 9, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := e.rowMessages(audit.Record{Seq: 77, At: at, Kind: command.KindRefusals, Body: body})
+	msgs := e.rowMessages(audit.Record{Seq: 77, At: at, Kind: signedcmd.KindRefusals, Body: body})
 	if len(msgs) != 1 || msgs[0].Topic != topics.Topic(TopicPitAlerts) || msgs[0].Retained {
 		t.Fatalf("messages %+v", msgs)
 	}
@@ -220,9 +220,9 @@ func TestKeyringRefusedAlert(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 22, 21, 0, 10, 0, time.UTC)
-	body, _ := json.Marshal(command.KeyringRefusedBody{Reason: command.KeyringReloaded, Path: "/etc/tablectl/supervisors.json", SHA256: "ab12",
+	body, _ := json.Marshal(signedcmd.KeyringRefusedBody{Reason: signedcmd.KeyringReloaded, Path: "/etc/tablectl/supervisors.json", SHA256: "ab12",
 		Error: "the keyring is not signed by the security officer"})
-	msgs := e.rowMessages(audit.Record{Seq: 78, At: at, Kind: command.KindKeyringRefused, Body: body})
+	msgs := e.rowMessages(audit.Record{Seq: 78, At: at, Kind: signedcmd.KindKeyringRefused, Body: body})
 	if len(msgs) != 1 || msgs[0].Topic != topics.Topic(TopicPitAlerts) || msgs[0].Retained {
 		t.Fatalf("messages %+v", msgs)
 	}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/internal/mqtttest"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // wait bounds every wait in these tests; it only guards against a hang.
@@ -208,7 +208,7 @@ func TestCatchUpFromTheTrail(t *testing.T) {
 
 // sendCommand signs and sends a command over the wire and waits for its
 // reply.
-func sendCommand(t *testing.T, url string, topics Topics, payload []byte, id string) command.Reply {
+func sendCommand(t *testing.T, url string, topics Topics, payload []byte, id string) signedcmd.Reply {
 	t.Helper()
 	conn, err := Dial(ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, "supervisor"),
 		Subscribe: []string{topics.Topic(TopicCmdReply)}, Logger: quiet()})
@@ -241,33 +241,33 @@ func TestCommandsOverTheWire(t *testing.T) {
 			mallory.Supervisor = "mallory"
 			forged := r.sign("suspend", nil)
 			forged.Reason = "changed after signing"
-			replayed := r.sign("suspend", func(c *command.Command) { c.Reason = "first" })
+			replayed := r.sign("suspend", func(c *signedcmd.Command) { c.Reason = "first" })
 			refusals := []struct {
 				name    string
 				payload []byte
 				id      string
 				code    string
 			}{
-				{"unknown key", mustWire(t, mallory), mallory.ID, command.CodeUnknownKey},
-				{"bad signature", mustWire(t, forged), forged.ID, command.CodeBadSignature},
-				{"wrong table", mustWire(t, r.sign("suspend", func(c *command.Command) { c.Table = "BAC-99" })), "", command.CodeWrongTable},
-				{"stale", mustWire(t, r.sign("suspend", func(c *command.Command) {
-					c.IssuedAt = command.FormatTime(time.Date(2026, 11, 22, 18, 0, 0, 0, time.UTC))
-				})), "", command.CodeStale},
-				{"future", mustWire(t, r.sign("suspend", func(c *command.Command) {
-					c.IssuedAt = command.FormatTime(time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC))
-				})), "", command.CodeFuture},
-				{"malformed", []byte(`{"id":"m-1","action":"void",`), "", command.CodeMalformed},
-				{"oversized", mustWire(t, r.sign("suspend", func(c *command.Command) {
+				{"unknown key", mustWire(t, mallory), mallory.ID, signedcmd.CodeUnknownKey},
+				{"bad signature", mustWire(t, forged), forged.ID, signedcmd.CodeBadSignature},
+				{"wrong table", mustWire(t, r.sign("suspend", func(c *signedcmd.Command) { c.Table = "BAC-99" })), "", signedcmd.CodeWrongTable},
+				{"stale", mustWire(t, r.sign("suspend", func(c *signedcmd.Command) {
+					c.IssuedAt = signedcmd.FormatTime(time.Date(2026, 11, 22, 18, 0, 0, 0, time.UTC))
+				})), "", signedcmd.CodeStale},
+				{"future", mustWire(t, r.sign("suspend", func(c *signedcmd.Command) {
+					c.IssuedAt = signedcmd.FormatTime(time.Date(2026, 11, 22, 23, 0, 0, 0, time.UTC))
+				})), "", signedcmd.CodeFuture},
+				{"malformed", []byte(`{"id":"m-1","action":"void",`), "", signedcmd.CodeMalformed},
+				{"oversized", mustWire(t, r.sign("suspend", func(c *signedcmd.Command) {
 					c.Reason = strings.Repeat("x", 9000)
-				})), "", command.CodeOversized},
-				{"table refuses", mustWire(t, r.sign("shoe-start", nil)), "", command.CodeTable},
+				})), "", signedcmd.CodeOversized},
+				{"table refuses", mustWire(t, r.sign("shoe-start", nil)), "", signedcmd.CodeTable},
 			}
 			// The reply echoes the id of every command it can read: all but
 			// the malformed and the oversized one.
 			for i := range refusals {
-				if c := refusals[i].code; refusals[i].id == "" && c != command.CodeMalformed && c != command.CodeOversized {
-					var c command.Command
+				if c := refusals[i].code; refusals[i].id == "" && c != signedcmd.CodeMalformed && c != signedcmd.CodeOversized {
+					var c signedcmd.Command
 					json.Unmarshal(refusals[i].payload, &c)
 					refusals[i].id = c.ID
 				}
@@ -275,7 +275,7 @@ func TestCommandsOverTheWire(t *testing.T) {
 			// The first send of replayed is accepted; the second is the
 			// replay.
 			rep := sendCommand(t, url, r.topics, mustWire(t, replayed), replayed.ID)
-			if rep.Result != command.Accepted || rep.By != "alice" {
+			if rep.Result != signedcmd.Accepted || rep.By != "alice" {
 				t.Fatalf("first suspend: %+v", rep)
 			}
 			refusals = append(refusals, struct {
@@ -283,7 +283,7 @@ func TestCommandsOverTheWire(t *testing.T) {
 				payload []byte
 				id      string
 				code    string
-			}{"replayed", mustWire(t, replayed), replayed.ID, command.CodeReplayed})
+			}{"replayed", mustWire(t, replayed), replayed.ID, signedcmd.CodeReplayed})
 			for _, rf := range refusals {
 				if rf.id == "" {
 					// Malformed and oversized: the reply carries no id the
@@ -291,7 +291,7 @@ func TestCommandsOverTheWire(t *testing.T) {
 					continue
 				}
 				rep := sendCommand(t, url, r.topics, rf.payload, rf.id)
-				if rep.Result != command.Refused || rep.Code != rf.code || rep.Reason == "" || rep.Seq == 0 {
+				if rep.Result != signedcmd.Refused || rep.Code != rf.code || rep.Reason == "" || rep.Seq == 0 {
 					t.Errorf("%s: reply %+v, want refused %s", rf.name, rep, rf.code)
 				}
 			}
@@ -304,7 +304,7 @@ func TestCommandsOverTheWire(t *testing.T) {
 			// refusal is not an alert (the reply says why).
 			want := map[string]int{}
 			for _, rf := range refusals {
-				if rf.code != command.CodeTable {
+				if rf.code != signedcmd.CodeTable {
 					want[rf.code]++
 				}
 			}
@@ -328,7 +328,7 @@ func TestCommandsOverTheWire(t *testing.T) {
 				}
 				switch rec.Kind {
 				case audit.KindRejected:
-					var b command.RejectedBody
+					var b signedcmd.RejectedBody
 					json.Unmarshal(rec.Body, &b)
 					codes[b.Code]++
 				case string(coup.EvSuspended):
@@ -342,7 +342,7 @@ func TestCommandsOverTheWire(t *testing.T) {
 			}
 			// And an accepted resume, end to end.
 			resume := r.sign("resume", nil)
-			if rep := sendCommand(t, url, r.topics, mustWire(t, resume), resume.ID); rep.Result != command.Accepted {
+			if rep := sendCommand(t, url, r.topics, mustWire(t, resume), resume.ID); rep.Result != signedcmd.Accepted {
 				t.Fatalf("resume: %+v", rep)
 			}
 			if _, pit := r.rec.View(); pit.Suspended {
@@ -352,7 +352,7 @@ func TestCommandsOverTheWire(t *testing.T) {
 	}
 }
 
-func mustWire(t *testing.T, c command.Command) []byte {
+func mustWire(t *testing.T, c signedcmd.Command) []byte {
 	t.Helper()
 	b, err := c.Marshal()
 	if err != nil {
@@ -373,15 +373,15 @@ func TestResync(t *testing.T) {
 			r.submit(aCoup()...)
 			before := r.head()
 			sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Topics: []string{r.topics.Topic(TopicPitEvents)}})
-			rs := r.sign("resync", func(c *command.Command) { c.From = 1 })
+			rs := r.sign("resync", func(c *signedcmd.Command) { c.From = 1 })
 			rep := sendCommand(t, url, r.topics, mustWire(t, rs), rs.ID)
-			if rep.Result != command.Accepted || rep.From != 1 || rep.To < before || rep.By != "alice" {
+			if rep.Result != signedcmd.Accepted || rep.From != 1 || rep.To < before || rep.By != "alice" {
 				t.Fatalf("reply %+v", rep)
 			}
 			sub.Wait(wait, "every row again", func(m []mqtttest.Msg) bool { return hasAll(seqs(t, r.topics, m), rep.To) })
 			// Asking for rows that do not exist yet is answered, not an error.
-			rs2 := r.sign("resync", func(c *command.Command) { c.From = 100000 })
-			if rep := sendCommand(t, url, r.topics, mustWire(t, rs2), rs2.ID); rep.Result != command.Accepted || rep.To != 0 || rep.Reason == "" {
+			rs2 := r.sign("resync", func(c *signedcmd.Command) { c.From = 100000 })
+			if rep := sendCommand(t, url, r.topics, mustWire(t, rs2), rs2.ID); rep.Result != signedcmd.Accepted || rep.To != 0 || rep.Reason == "" {
 				t.Fatalf("resync from the future: %+v", rep)
 			}
 		})

@@ -11,11 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // Trail is the audit trail as the publisher reads it back (*audit.Store).
@@ -67,7 +67,7 @@ type Publisher struct {
 	queue   chan queued
 	behind  atomic.Bool // commits were dropped: read the trail
 	wake    chan struct{}
-	replies chan command.Reply
+	replies chan signedcmd.Reply
 
 	failMu sync.Mutex
 	fail   *failure
@@ -141,7 +141,7 @@ func New(opt Options) (*Publisher, error) {
 	}
 	return &Publisher{
 		opt: opt, log: opt.Logger, eng: eng,
-		queue: make(chan queued, opt.Queue), wake: make(chan struct{}, 1), replies: make(chan command.Reply, 64),
+		queue: make(chan queued, opt.Queue), wake: make(chan struct{}, 1), replies: make(chan signedcmd.Reply, 64),
 	}, nil
 }
 
@@ -182,7 +182,7 @@ func (p *Publisher) WriteFailure(err error, _ coup.View) {
 // Reply publishes a command reply that no trail row carries (the trail
 // could not be written). It never blocks; a reply that finds the queue
 // full is dropped.
-func (p *Publisher) Reply(r command.Reply) {
+func (p *Publisher) Reply(r signedcmd.Reply) {
 	select {
 	case p.replies <- r:
 		p.poke()
@@ -583,9 +583,9 @@ func (p *Publisher) emitAfter(ctx context.Context, changed <-chan struct{}, rec 
 // and returns the reply to send after them. The resync row counts as
 // acknowledged only once the rows and the reply are, so a resync cut short
 // by a lost connection is done again.
-func (p *Publisher) resync(ctx context.Context, changed <-chan struct{}, rec audit.Record, b command.AcceptedBody) (command.Reply, error) {
+func (p *Publisher) resync(ctx context.Context, changed <-chan struct{}, rec audit.Record, b signedcmd.AcceptedBody) (signedcmd.Reply, error) {
 	from, to := b.From, rec.Seq-1
-	r := command.Reply{ID: b.ID, Action: b.Action, By: b.By, Result: command.Accepted, Seq: rec.Seq, At: rec.At, From: from}
+	r := signedcmd.Reply{ID: b.ID, Action: b.Action, By: b.By, Result: signedcmd.Accepted, Seq: rec.Seq, At: rec.At, From: from}
 	switch {
 	case from > to:
 		r.Reason = fmt.Sprintf("nothing to send: the trail held rows up to %d", to)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
 	"github.com/tablectl/tablectl/internal/mqtttest"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // restartable is a broker a test can kill and bring back on the same
@@ -139,9 +139,9 @@ func TestBrokerRestartMidShoe(t *testing.T) {
 			for hasAll(got, from) {
 				from++
 			}
-			rs := r.sign("resync", func(c *command.Command) { c.From = from })
+			rs := r.sign("resync", func(c *signedcmd.Command) { c.From = from })
 			rep := sendCommand(t, b.url, topics, mustWire(t, rs), rs.ID)
-			if rep.Result != command.Accepted {
+			if rep.Result != signedcmd.Accepted {
 				t.Fatalf("resync: %+v", rep)
 			}
 			sub.Wait(wait, "every row after the resync", func(m []mqtttest.Msg) bool { return hasAll(seqs(t, topics, m), rep.Seq-1) })

@@ -8,22 +8,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // SendCommand publishes a signed command on the table's cmd topic and waits
 // for the reply that echoes id on cmd/reply. conn must subscribe to
 // cmd/reply (ConnOptions.Subscribe), so the reply cannot slip past between
 // sending and listening.
-func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte, id string) (command.Reply, error) {
+func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte, id string) (signedcmd.Reply, error) {
 	if err := conn.WaitConnected(ctx); err != nil {
-		return command.Reply{}, err
+		return signedcmd.Reply{}, err
 	}
 	replies := topics.Topic(TopicCmdReply)
 	if r := conn.Refused(); len(r) > 0 {
 		// The broker's ACL: this login may not read this table's replies,
 		// so it may not command it either.
-		return command.Reply{}, fmt.Errorf("%w: the broker does not let this login read the table's replies on %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, strings.Join(r, ", "))
+		return signedcmd.Reply{}, fmt.Errorf("%w: the broker does not let this login read the table's replies on %s (check the table id and the broker's ACL for the login)", ErrNotAllowed, strings.Join(r, ", "))
 	}
 	losses := conn.Losses()
 	// A broker that refuses a publish by its ACL may close the connection
@@ -44,14 +44,14 @@ acked:
 	for {
 		select {
 		case <-ctx.Done():
-			return command.Reply{}, fmt.Errorf("no reply to command %s: the broker did not even acknowledge it: %w", id, ctx.Err())
+			return signedcmd.Reply{}, fmt.Errorf("no reply to command %s: the broker did not even acknowledge it: %w", id, ctx.Err())
 		case <-check.C:
 			if err := closed(); err != nil {
-				return command.Reply{}, err
+				return signedcmd.Reply{}, err
 			}
 		case <-tok.Done():
 			if err := tok.Error(); err != nil {
-				return command.Reply{}, fmt.Errorf("send command: %w", err)
+				return signedcmd.Reply{}, fmt.Errorf("send command: %w", err)
 			}
 			break acked
 		}
@@ -61,12 +61,12 @@ acked:
 		case <-ctx.Done():
 			// MQTT 3.1.1 brokers (Mosquitto) drop a publish their ACL
 			// refuses without a word: say so.
-			return command.Reply{}, fmt.Errorf("no reply to command %s (the table is down, or the broker's ACL does not let this login command %s or read its replies: check the table id): %w", id, topics.Topic(TopicCmd), ctx.Err())
+			return signedcmd.Reply{}, fmt.Errorf("no reply to command %s (the table is down, or the broker's ACL does not let this login command %s or read its replies: check the table id): %w", id, topics.Topic(TopicCmd), ctx.Err())
 		case m := <-conn.Messages():
 			if m.Topic != replies {
 				continue
 			}
-			var r command.Reply
+			var r signedcmd.Reply
 			if json.Unmarshal(m.Payload, &r) != nil || r.ID != id {
 				continue
 			}

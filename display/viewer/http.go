@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/netlimit"
+	"github.com/tablectl/tablectl/base/netlimit"
 )
 
 //go:embed web

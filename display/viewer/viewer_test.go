@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/clock"
 )
 
 var t0 = time.Date(2026, 11, 22, 20, 0, 1, 0, time.UTC)

@@ -167,6 +167,17 @@ func TestImportRule(t *testing.T) {
 	}
 }
 
+// ownInternal says q is under an internal/ folder that pkg is in (Go's
+// own rule for who may import it): audit may use audit/internal/edfast.
+func ownInternal(pkg, q string) bool {
+	i := strings.Index(q, "/internal/")
+	if i < 0 {
+		return false
+	}
+	home := q[:i]
+	return pkg == home || strings.HasPrefix(pkg, home+"/")
+}
+
 // check returns every way the module and the table disagree, or the table
 // breaks the rule.
 func check(table map[string]row, pkgs map[string]pkgInfo) []string {
@@ -251,9 +262,10 @@ func forbidden(table map[string]row, r row, q string, test bool) string {
 	switch {
 	case rank < from:
 		return ""
-	case rank == from && (rank == 0 || strings.HasPrefix(r.pkg, q+"/") || test):
-		// The base is one layer; a subpackage may use its parent; a test
-		// may use its stage's other packages.
+	case rank == from && (rank == 0 || strings.HasPrefix(r.pkg, q+"/") || ownInternal(r.pkg, q) || test):
+		// The base is one layer; a subpackage may use its parent; a stage's
+		// folder may use what it keeps under its internal/; a test may use
+		// its stage's other packages.
 		return ""
 	case rank == from:
 		return fmt.Sprintf("both are stage %s; only a subpackage may import its parent", r.stage)

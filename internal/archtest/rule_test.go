@@ -10,8 +10,8 @@ import (
 func TestCheckCatches(t *testing.T) {
 	table := map[string]row{
 		"coup":              {pkg: "coup", stage: "base"},
-		"internal/clock":    {pkg: "internal/clock", stage: "base"},
-		"device":            {pkg: "device", stage: "device", may: []string{"internal/clock"}},
+		"base/clock":        {pkg: "base/clock", stage: "base"},
+		"device":            {pkg: "device", stage: "device", may: []string{"base/clock"}},
 		"shoeread":          {pkg: "shoeread", stage: "shoeread", may: []string{"coup"}},
 		"audit":             {pkg: "audit", stage: "audit", may: []string{"coup"}},
 		"display":           {pkg: "display", stage: "display", may: []string{"audit", "coup"}},
@@ -44,7 +44,7 @@ func TestCheckCatches(t *testing.T) {
 			m["internal/metrics"] = pkgInfo{imports: []string{"audit", "cmd/tablectl"}}
 		}, "nothing imports a command"},
 		{"a test of a later stage", func(m map[string]pkgInfo) {
-			m["device"] = pkgInfo{imports: []string{"internal/clock"}, testImports: []string{"display"}}
+			m["device"] = pkgInfo{imports: []string{"base/clock"}, testImports: []string{"display"}}
 		}, "the tests of device import display"},
 		{"an import the row lacks", func(m map[string]pkgInfo) { m["display"] = pkgInfo{imports: []string{"audit", "coup", "shoeread"}} }, "display imports shoeread, which docs/architecture.md"},
 		{"a row that says too much", func(m map[string]pkgInfo) { m["display"] = pkgInfo{imports: []string{"coup"}} }, "is said to import audit, and does not"},
@@ -63,9 +63,9 @@ func TestCheckCatches(t *testing.T) {
 	for p, r := range table {
 		bad[p] = r
 	}
-	bad["device"] = row{pkg: "device", stage: "device", may: []string{"audit", "internal/clock"}}
+	bad["device"] = row{pkg: "device", stage: "device", may: []string{"audit", "base/clock"}}
 	m := clean()
-	m["device"] = pkgInfo{imports: []string{"audit", "internal/clock"}}
+	m["device"] = pkgInfo{imports: []string{"audit", "base/clock"}}
 	if errs := check(bad, m); !strings.Contains(strings.Join(errs, "\n"), "device may not import audit") {
 		t.Errorf("a row allowing a later stage: %q", errs)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"

@@ -18,13 +18,13 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/browsertest"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/internal/testenv"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // attackTally counts the attacks a test tries and those the table refuses.

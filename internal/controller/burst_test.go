@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display/mqttpub"
@@ -17,6 +16,7 @@ import (
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/shoeread"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // MaxConfig bounds the controller's config file.

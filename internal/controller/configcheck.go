@@ -16,11 +16,11 @@ import (
 	"strings"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/internal/selfcheck"
 	"github.com/tablectl/tablectl/internal/smallfile"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // Finding is one thing `tablectl config check` says of a config file: an

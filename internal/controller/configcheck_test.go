@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/selfcheck"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // TestConfigKeysDocumented: docs/configuration.md has a row for every key

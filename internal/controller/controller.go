@@ -20,19 +20,19 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/netlimit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/buildinfo"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/metrics"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
-	"github.com/tablectl/tablectl/internal/netlimit"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/shoeread"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // Controller wires one table: the shoe's port, its protocol reader, the

@@ -13,13 +13,13 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/audit/stats"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/selfcheck"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // TestDealerSignInOverMQTT: a supervisor signs a dealer in and out with

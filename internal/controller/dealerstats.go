@@ -10,8 +10,8 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/audit/stats"
+	"github.com/tablectl/tablectl/base/threadprio"
 	"github.com/tablectl/tablectl/display"
-	"github.com/tablectl/tablectl/internal/threadprio"
 )
 
 // dealerStats keeps the figures per dealer for the pit view: the trail's

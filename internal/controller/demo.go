@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // DemoOptions are the demo's settings (tablectl demo's flags).

@@ -23,11 +23,11 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/testenv"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // deployedMosquitto runs Debian's Mosquitto as a table installs it: the

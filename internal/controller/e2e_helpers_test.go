@@ -31,10 +31,10 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/internal/browsertest"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )

@@ -30,14 +30,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // ---- the in-process rig, configured ----

@@ -9,8 +9,8 @@ import (
 	"os"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // The supervisors' keyring: taken only signed by a keyring authority (the

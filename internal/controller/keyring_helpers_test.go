@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // writeSignedKeyring writes a keyring of entries at path, signed by a

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // TestKeyringOnlySigned is issue 31's insider with root on the table box,

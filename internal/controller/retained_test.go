@@ -15,10 +15,10 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // TestRetainedCommand: a command published retained on cmd (the pit's

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // TestRestartAfterRetention: a table on a directory trail (a segment per

@@ -24,14 +24,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/netlimit"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/freeport"
-	"github.com/tablectl/tablectl/internal/netlimit"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // nofileEnv, set for the child controller, is the open-file limit (soft and

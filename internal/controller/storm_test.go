@@ -25,13 +25,13 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display/mqttpub"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // stormJunk is the i-th hostile command: every other one oversized (the

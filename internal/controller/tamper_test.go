@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // forgedVoid is the insider's sqlite3 script: a supervisor's void of the

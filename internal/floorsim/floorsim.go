@@ -34,13 +34,13 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/command"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/floor"
-	"github.com/tablectl/tablectl/internal/clock"
 	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/logtail"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // WitnessKeyName is the witness's name in every table's keyring: it may
@@ -403,9 +403,9 @@ func (f *Floor) Close() {
 // key, kept in dir (made on the first run), and returns it with the
 // officer's public key file.
 func officerSigned(dir string, doc []byte) ([]byte, string, error) {
-	priv, pub := filepath.Join(dir, command.AuthorityKeyFile), filepath.Join(dir, command.AuthorityPublicFile)
+	priv, pub := filepath.Join(dir, signedcmd.AuthorityKeyFile), filepath.Join(dir, signedcmd.AuthorityPublicFile)
 	if _, err := os.Stat(priv); errors.Is(err, os.ErrNotExist) {
-		if priv, pub, err = command.GenerateAuthority(dir); err != nil {
+		if priv, pub, err = signedcmd.GenerateAuthority(dir); err != nil {
 			return nil, "", err
 		}
 	}
@@ -413,7 +413,7 @@ func officerSigned(dir string, doc []byte) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	signed, _, err := command.SignKeyring(doc, key, 0, time.Now())
+	signed, _, err := signedcmd.SignKeyring(doc, key, 0, time.Now())
 	return signed, pub, err
 }
 

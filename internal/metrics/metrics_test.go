@@ -21,9 +21,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/netlimit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
-	"github.com/tablectl/tablectl/internal/netlimit"
 	"github.com/tablectl/tablectl/shoeread"
 )
 

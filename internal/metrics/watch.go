@@ -3,9 +3,9 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tablectl/tablectl/base/netlimit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
-	"github.com/tablectl/tablectl/internal/netlimit"
 	"github.com/tablectl/tablectl/shoeread"
 )
 

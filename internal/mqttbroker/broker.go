@@ -11,7 +11,7 @@
 // an origin not on its list, so a foreign web page cannot use a visitor's
 // browser as a client on the table's machine.
 //
-// Every listener is held to limits (internal/netlimit): connections in
+// Every listener is held to limits (base/netlimit): connections in
 // all and per client address, a share of the process's descriptors, and an
 // accept loop that waits out a transient error (EMFILE, ECONNABORTED)
 // instead of ending as mochi's own TCP listener does, which left the port
@@ -53,8 +53,8 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
-	"github.com/tablectl/tablectl/internal/clock"
-	"github.com/tablectl/tablectl/internal/netlimit"
+	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/netlimit"
 	"github.com/tablectl/tablectl/internal/oplog"
 )
 

@@ -17,7 +17,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/gorilla/websocket"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 

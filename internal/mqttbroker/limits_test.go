@@ -11,8 +11,8 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/tablectl/tablectl/base/netlimit"
 	"github.com/tablectl/tablectl/internal/mqtttest"
-	"github.com/tablectl/tablectl/internal/netlimit"
 )
 
 // TestAcceptsAfterDescriptorsRunOut: the process runs out of file

@@ -29,10 +29,10 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // Options say where things go.

@@ -14,8 +14,8 @@ import (
 	"github.com/tablectl/tablectl/internal/supervisor"
 
 	"github.com/tablectl/tablectl/audit"
-	signedcmd "github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/internal/mqtttest"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // box is a config like deploy/tablectl.json with its paths in a temporary folder.

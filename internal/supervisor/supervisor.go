@@ -22,8 +22,8 @@ import (
 	"github.com/eclipse/paho.mqtt.golang/packets"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/command"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/signedcmd"
 )
 
 // ErrRefused: the table answered and refused the command; the reply says
@@ -86,7 +86,7 @@ func LoadKey(path string) (ed25519.PrivateKey, string, error) {
 
 // Request is what the supervisor asks: an action and its arguments.
 type Request struct {
-	Action string // coup.ActionVoid, ..., command.ActionResync
+	Action string // coup.ActionVoid, ..., signedcmd.ActionResync
 	Coup   int    // void, bets-closed: the coup (0: the one in progress)
 	Card   string // card: the card to enter, as KH
 	From   int64  // resync: the first sequence number to send again
@@ -97,9 +97,9 @@ type Request struct {
 // Send signs r, sends it and returns the table's reply. A reply that
 // refuses is returned with an error wrapping ErrRefused; no reply in time
 // is an error of its own.
-func Send(ctx context.Context, o Options, r Request) (command.Reply, error) {
+func Send(ctx context.Context, o Options, r Request) (signedcmd.Reply, error) {
 	if o.Table == "" || o.Key == nil || o.Name == "" {
-		return command.Reply{}, fmt.Errorf("a command needs a table, a key and the supervisor's name")
+		return signedcmd.Reply{}, fmt.Errorf("a command needs a table, a key and the supervisor's name")
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
@@ -113,30 +113,30 @@ func Send(ctx context.Context, o Options, r Request) (command.Reply, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	c := command.Command{Table: o.Table, ID: command.NewID(), Action: r.Action, Supervisor: o.Name,
-		IssuedAt: command.FormatTime(o.Now()), Coup: r.Coup, Card: r.Card, From: r.From, Reason: r.Reason, Dealer: r.Dealer}
+	c := signedcmd.Command{Table: o.Table, ID: signedcmd.NewID(), Action: r.Action, Supervisor: o.Name,
+		IssuedAt: signedcmd.FormatTime(o.Now()), Coup: r.Coup, Card: r.Card, From: r.From, Reason: r.Reason, Dealer: r.Dealer}
 	if err := c.Sign(o.Key); err != nil {
-		return command.Reply{}, err
+		return signedcmd.Reply{}, err
 	}
 	payload, err := c.Marshal()
 	if err != nil {
-		return command.Reply{}, err
+		return signedcmd.Reply{}, err
 	}
 	topics := mqttpub.Topics{Prefix: o.Prefix}
 	conn, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: o.Broker, ClientID: "tablectl-" + r.Action + "-" + c.ID[:8],
 		Username: o.Username, Password: o.Password, TLS: o.TLS, Once: true,
 		Subscribe: []string{topics.Topic(mqttpub.TopicCmdReply)}, ConnectTimeout: o.Timeout, Logger: o.Logger})
 	if err != nil {
-		return command.Reply{}, connectError(o, err)
+		return signedcmd.Reply{}, connectError(o, err)
 	}
 	defer conn.Close(100 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	rep, err := mqttpub.SendCommand(ctx, conn, topics, payload, c.ID)
 	if err != nil {
-		return command.Reply{}, replyError(o, topics, err)
+		return signedcmd.Reply{}, replyError(o, topics, err)
 	}
-	if rep.Result != command.Accepted {
+	if rep.Result != signedcmd.Accepted {
 		return rep, fmt.Errorf("%w: %s: %s", ErrRefused, rep.Code, rep.Reason)
 	}
 	return rep, nil

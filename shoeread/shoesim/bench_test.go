@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/shoeread"

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/shoeread"

@@ -1,4 +1,4 @@
-package command
+package signedcmd
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 )
 
 // DefaultWatchEvery is how often WatchKeyring looks at the keyring file.

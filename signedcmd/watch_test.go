@@ -1,4 +1,4 @@
-package command
+package signedcmd
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 )
 
 // TestWatchKeyring: a keyring the officer signed reaches the running

@@ -1,4 +1,4 @@
-package command
+package signedcmd
 
 import (
 	"crypto/ed25519"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablectl/tablectl/internal/clock"
+	"github.com/tablectl/tablectl/base/clock"
 )
 
 // fakeClock is the clock the tests move by hand.

@@ -1,4 +1,4 @@
-package command
+package signedcmd
 
 // The keyring signed by the security officer: a controller takes only a
 // keyring whose signature verifies with a keyring authority's public key,

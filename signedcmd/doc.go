@@ -6,4 +6,4 @@
 //
 // The wire format, the exact bytes that are signed, the keyring file and
 // the refusal reasons are documented in docs/mqtt.md.
-package command
+package signedcmd

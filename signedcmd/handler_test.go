@@ -1,4 +1,4 @@
-package command
+package signedcmd
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/clock"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
