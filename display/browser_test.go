@@ -36,6 +36,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/coup/roads"
 	"github.com/tablectl/tablectl/display"
@@ -1278,7 +1279,7 @@ func TestBrowserController(t *testing.T) {
 	}
 	t.Cleanup(func() { rec.Close() })
 	topics := mqttpub.Topics{Prefix: bPrefix}
-	conn, err := mqttpub.Dial(mqttpub.ConnOptions{
+	conn, err := mqttconn.Dial(mqttconn.ConnOptions{
 		Broker: br.tcp, ClientID: mqtttest.ClientID(t, "tablectl"), Username: br.user, Password: br.pass,
 		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(bTable), Logger: quiet,
 	})

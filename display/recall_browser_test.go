@@ -15,6 +15,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/audit/stats"
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
@@ -51,7 +52,7 @@ func TestBrowserRecallWhileSuspended(t *testing.T) {
 	}
 	t.Cleanup(func() { rec.Close() })
 	topics := mqttpub.Topics{Prefix: bPrefix}
-	conn, err := mqttpub.Dial(mqttpub.ConnOptions{
+	conn, err := mqttconn.Dial(mqttconn.ConnOptions{
 		Broker: br.tcp, ClientID: mqtttest.ClientID(t, "tablectl"), Username: br.user, Password: br.pass,
 		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(bTable), Logger: quiet,
 	})

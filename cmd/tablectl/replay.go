@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
@@ -164,7 +165,7 @@ func republish(ctx context.Context, r *audit.Reader, shoe int, broker, user, pas
 	if prefix == "" {
 		prefix = "tablectl/" + r.Table() + "/replay"
 	}
-	conn, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: broker, ClientID: "tablectl-replay-" + r.Table(), Username: user, Password: pass})
+	conn, err := mqttconn.Dial(mqttconn.ConnOptions{Broker: broker, ClientID: "tablectl-replay-" + r.Table(), Username: user, Password: pass})
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 )
 
@@ -200,7 +200,7 @@ func TestReplayPublish(t *testing.T) {
 	writeTrail(t, path)
 	url := mqtttest.Shared(t)
 	prefix := fmt.Sprintf("tablectl-test/replay-%d", time.Now().UnixNano())
-	sub, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: url, ClientID: "replay-sub-" + prefix[len(prefix)-8:],
+	sub, err := mqttconn.Dial(mqttconn.ConnOptions{Broker: url, ClientID: "replay-sub-" + prefix[len(prefix)-8:],
 		Subscribe: []string{prefix + "/pit/events"}, Inbox: 1024})
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/internal/supervisor"
@@ -150,7 +150,7 @@ tcp://127.0.0.1:1883. Each flag below overrides what they say.`, action, supervi
 		}
 	}
 	if cc.CAFile != "" || cc.CertFile != "" || strings.HasPrefix(cc.Broker, "ssl://") || strings.HasPrefix(cc.Broker, "wss://") {
-		if o.TLS, err = mqttpub.TLSConfig(cc.CAFile, cc.CertFile, cc.KeyFile); err != nil {
+		if o.TLS, err = mqttconn.TLSConfig(cc.CAFile, cc.CertFile, cc.KeyFile); err != nil {
 			return err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/mqttconn"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
@@ -100,7 +101,7 @@ type rig struct {
 	path   string
 	rec    *audit.Recorder
 	pub    *Publisher
-	conn   *Conn
+	conn   *mqttconn.Conn
 	reader *audit.Reader
 	user   string
 	pass   string
@@ -138,7 +139,7 @@ func newRig(t testing.TB, url string, o rigOptions) *rig {
 	}
 	r.rec = rec
 	r.user, r.pass = o.user, o.pass
-	conn, err := Dial(ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, "tablectl"), Username: o.user, Password: o.pass,
+	conn, err := mqttconn.Dial(mqttconn.ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, "tablectl"), Username: o.user, Password: o.pass,
 		WillTopic: r.topics.Topic(TopicStatus), WillPayload: Offline(tableID),
 		Subscribe: []string{r.topics.Topic(TopicCmd)}, MaxPayload: signedcmd.MaxBytes,
 		KeepAlive: 2 * time.Second, ConnectTimeout: 2 * time.Second, MaxReconnectInterval: 200 * time.Millisecond, Logger: quiet()})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/signedcmd"
 )
@@ -30,7 +31,7 @@ type heldToken struct {
 func (t *heldToken) Done() <-chan struct{} { return t.done }
 func (t *heldToken) Error() error          { return nil }
 
-func (c *heldClient) Publish(topic string, qos byte, retained bool, payload []byte) Token {
+func (c *heldClient) Publish(topic string, qos byte, retained bool, payload []byte) mqttconn.Token {
 	t := &heldToken{done: make(chan struct{})}
 	c.mu.Lock()
 	c.toks = append(c.toks, t)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/signedcmd"
@@ -210,7 +211,7 @@ func TestCatchUpFromTheTrail(t *testing.T) {
 // reply.
 func sendCommand(t *testing.T, url string, topics Topics, payload []byte, id string) signedcmd.Reply {
 	t.Helper()
-	conn, err := Dial(ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, "supervisor"),
+	conn, err := mqttconn.Dial(mqttconn.ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, "supervisor"),
 		Subscribe: []string{topics.Topic(TopicCmdReply)}, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)

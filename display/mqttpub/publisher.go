@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/mqttconn"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
@@ -29,7 +30,7 @@ type Trail interface {
 type Options struct {
 	Table  string
 	Topics Topics
-	Client Client
+	Client mqttconn.Client
 	Trail  Trail
 	// Config is the table configuration until the trail records one.
 	Config coup.TableConfig
@@ -107,7 +108,7 @@ type failure struct {
 // when all of them are.
 type group struct {
 	seq  int64
-	toks []Token
+	toks []mqttconn.Token
 	at   time.Time // when the row was committed; zero when not timed
 }
 
@@ -396,7 +397,7 @@ func (p *Publisher) work(ctx context.Context, changed <-chan struct{}) error {
 		select {
 		case r := <-p.replies:
 			if m, ok := p.eng.msg(TopicCmdReply, 1, false, r); ok {
-				p.push(group{seq: p.acked.Load(), toks: []Token{p.send(m)}})
+				p.push(group{seq: p.acked.Load(), toks: []mqttconn.Token{p.send(m)}})
 			}
 		default:
 			more = false
@@ -561,8 +562,8 @@ func (p *Publisher) emit(ctx context.Context, changed <-chan struct{}, rec audit
 }
 
 // emitAfter is emit once the row's event is sent (its token first).
-func (p *Publisher) emitAfter(ctx context.Context, changed <-chan struct{}, rec audit.Record, at time.Time, first Token) error {
-	toks := []Token{first}
+func (p *Publisher) emitAfter(ctx context.Context, changed <-chan struct{}, rec audit.Record, at time.Time, first mqttconn.Token) error {
+	toks := []mqttconn.Token{first}
 	for _, m := range p.eng.rowMessages(rec) {
 		toks = append(toks, p.send(m))
 	}
@@ -598,7 +599,7 @@ func (p *Publisher) resync(ctx context.Context, changed <-chan struct{}, rec aud
 		err := p.pages(ctx, from, to, func(old audit.Record) error {
 			// Acknowledging these moves the mark no further than the row
 			// before the resync.
-			p.push(group{seq: rec.Seq - 1, toks: []Token{p.send(p.eng.eventMessage(old))}})
+			p.push(group{seq: rec.Seq - 1, toks: []mqttconn.Token{p.send(p.eng.eventMessage(old))}})
 			return p.waitWindow(ctx, changed)
 		})
 		if err != nil {
@@ -609,7 +610,7 @@ func (p *Publisher) resync(ctx context.Context, changed <-chan struct{}, rec aud
 	return r, nil
 }
 
-func (p *Publisher) send(m Message) Token {
+func (p *Publisher) send(m Message) mqttconn.Token {
 	return p.opt.Client.Publish(m.Topic, m.QoS, m.Retained, m.Payload)
 }
 
@@ -711,7 +712,7 @@ func (p *Publisher) stop() error {
 	if p.shoeAfter > 0 {
 		p.publishShoe()
 	}
-	p.push(group{seq: p.acked.Load(), toks: []Token{p.send(Message{Topic: p.opt.Topics.Topic(TopicStatus), QoS: 1, Retained: true, Payload: offline(p.opt.Table)})}})
+	p.push(group{seq: p.acked.Load(), toks: []mqttconn.Token{p.send(Message{Topic: p.opt.Topics.Topic(TopicStatus), QoS: 1, Retained: true, Payload: offline(p.opt.Table)})}})
 	for len(p.pending) > 0 && !p.fresh {
 		select {
 		case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/mqttconn"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
@@ -16,7 +17,7 @@ import (
 
 // RepublishOptions configure Republish.
 type RepublishOptions struct {
-	Client Client
+	Client mqttconn.Client
 	// Topics should name a replay prefix (tablectl/BAC-07/replay, say), so
 	// nobody takes the replay for the live table.
 	Topics Topics
@@ -59,7 +60,7 @@ func Republish(ctx context.Context, opt RepublishOptions, rows iter.Seq2[audit.R
 	if err != nil {
 		return 0, err
 	}
-	var inflight []Token
+	var inflight []mqttconn.Token
 	send := func(m Message) error {
 		inflight = append(inflight, opt.Client.Publish(m.Topic, m.QoS, m.Retained, m.Payload))
 		for len(inflight) > opt.Window {
@@ -124,7 +125,7 @@ func Republish(ctx context.Context, opt RepublishOptions, rows iter.Seq2[audit.R
 	return n, nil
 }
 
-func waitToken(ctx context.Context, t Token) error {
+func waitToken(ctx context.Context, t mqttconn.Token) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()

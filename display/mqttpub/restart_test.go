@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/mqttconn"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
@@ -164,7 +165,7 @@ func TestRepublish(t *testing.T) {
 			rows := scenarioTrail(t)
 			topics := Topics{Prefix: mqtttest.Prefix(t) + "/replay"}
 			sub := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Topics: []string{topics.Prefix + "/#"}})
-			conn, err := Dial(ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, "replay"), Username: "tablectl", Password: "pw", Logger: quiet()})
+			conn, err := mqttconn.Dial(mqttconn.ConnOptions{Broker: url, ClientID: mqtttest.ClientID(t, "replay"), Username: "tablectl", Password: "pw", Logger: quiet()})
 			if err != nil {
 				t.Fatal(err)
 			}

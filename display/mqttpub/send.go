@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/signedcmd"
 )
 
@@ -15,7 +16,7 @@ import (
 // for the reply that echoes id on cmd/reply. conn must subscribe to
 // cmd/reply (ConnOptions.Subscribe), so the reply cannot slip past between
 // sending and listening.
-func SendCommand(ctx context.Context, conn *Conn, topics Topics, payload []byte, id string) (signedcmd.Reply, error) {
+func SendCommand(ctx context.Context, conn *mqttconn.Conn, topics Topics, payload []byte, id string) (signedcmd.Reply, error) {
 	if err := conn.WaitConnected(ctx); err != nil {
 		return signedcmd.Reply{}, err
 	}

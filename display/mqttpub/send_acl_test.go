@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/testenv"
@@ -28,7 +29,7 @@ func TestSendCommandNotAllowed(t *testing.T) {
 	defer b.Close()
 	for _, prefix := range []string{"tablectl/T-B", "tablectl/T-A/x"} {
 		topics := Topics{Prefix: prefix}
-		conn, err := Dial(ConnOptions{Broker: b.URL(), ClientID: mqtttest.ClientID(t, "pit"), Username: "pit", Password: "pw",
+		conn, err := mqttconn.Dial(mqttconn.ConnOptions{Broker: b.URL(), ClientID: mqtttest.ClientID(t, "pit"), Username: "pit", Password: "pw",
 			Subscribe: []string{topics.Topic(TopicCmdReply)}, ConnectTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +60,7 @@ func TestSendCommandNotAllowedMosquitto(t *testing.T) {
 	os.WriteFile(acl, []byte("user sup\ntopic write tablectl/T-A/cmd\ntopic read tablectl/T-A/cmd/reply\n"), 0o600)
 	m := mqtttest.StartMosquitto(t, "allow_anonymous false\npassword_file "+pw+"\nacl_file "+acl)
 	topics := Topics{Prefix: "tablectl/T-B"}
-	conn, err := Dial(ConnOptions{Broker: m.URL, ClientID: mqtttest.ClientID(t, "sup"), Username: "sup", Password: "pw",
+	conn, err := mqttconn.Dial(mqttconn.ConnOptions{Broker: m.URL, ClientID: mqtttest.ClientID(t, "sup"), Username: "sup", Password: "pw",
 		Subscribe: []string{topics.Topic(TopicCmdReply)}, ConnectTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/mqttconn"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
@@ -271,7 +272,7 @@ func benchLatency(ctx context.Context, o Options, dir string) ([]Row, error) {
 type benchFloor struct {
 	db    *sql.DB
 	ins   *sql.Stmt
-	conn  *mqttpub.Conn
+	conn  *mqttconn.Conn
 	sub   *benchSub
 	topic string
 	body  []byte
@@ -308,7 +309,7 @@ func openBenchFloor(ctx context.Context, o Options, dir, topic string, sub *benc
 	if f.ins, err = f.db.PrepareContext(ctx, "INSERT INTO events (seq, at, kind, shoe, coup, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"); err != nil {
 		return nil, err
 	}
-	if f.conn, err = mqttpub.Dial(mqttpub.ConnOptions{Broker: o.Broker, ClientID: "tablectl-bench-floor-" + benchID(), Logger: quietLog()}); err != nil {
+	if f.conn, err = mqttconn.Dial(mqttconn.ConnOptions{Broker: o.Broker, ClientID: "tablectl-bench-floor-" + benchID(), Logger: quietLog()}); err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)

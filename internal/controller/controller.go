@@ -21,6 +21,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/base/netlimit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
@@ -75,7 +76,7 @@ type Controller struct {
 	// http.pit_broker_user and its password file, or made at start): the
 	// pit view's page gets it behind the pit's HTTP credentials.
 	pitBroker display.WebLogin
-	conn      *mqttpub.Conn
+	conn      *mqttconn.Conn
 	pub       *mqttpub.Publisher
 	// sealed wakes the retention part when a segment is sealed; nil for a
 	// trail in one file.
@@ -822,19 +823,19 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 	var tlsCfg *tls.Config
 	if m.CAFile != "" || m.CertFile != "" || strings.HasPrefix(url, "ssl://") || strings.HasPrefix(url, "tls://") ||
 		strings.HasPrefix(url, "mqtts://") || strings.HasPrefix(url, "wss://") {
-		t, err := mqttpub.TLSConfig(m.CAFile, m.CertFile, m.KeyFile)
+		t, err := mqttconn.TLSConfig(m.CAFile, m.CertFile, m.KeyFile)
 		if err != nil {
 			return nil, err
 		}
 		tlsCfg = t
 	}
-	conn, err := mqttpub.Dial(mqttpub.ConnOptions{
+	conn, err := mqttconn.Dial(mqttconn.ConnOptions{
 		Broker: url, ClientID: m.ClientID, Username: user, Password: pass, TLS: tlsCfg,
 		WillTopic: topics.Topic(mqttpub.TopicStatus), WillPayload: mqttpub.Offline(ctl.cfg.TableID),
 		Subscribe: []string{topics.Topic(mqttpub.TopicCmd)}, MaxPayload: signedcmd.MaxBytes, Logger: log,
 		Sort:          sortCommand(ctl.commands, screen, &ctl.retainedClears),
 		PriorityInbox: commandInbox, Inbox: refusalInbox,
-		Lost:     func(_ mqttpub.Lane, size int) { ctl.commands.Lost(signedcmd.CodeQueueFull, size) },
+		Lost:     func(_ mqttconn.Lane, size int) { ctl.commands.Lost(signedcmd.CodeQueueFull, size) },
 		Retained: ctl.retainedCommand,
 	})
 	if err != nil {
@@ -871,19 +872,19 @@ func clientLimit(m *MQTTSection) mqttbroker.Rate {
 // counted in the refusal summary, unless the refusal limit still grants it
 // a row and a reply of its own: then it waits in the inbox, holding the
 // token (takeCommands).
-func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen, clears *atomic.Int64) func(string, []byte) mqttpub.Lane {
-	return func(_ string, payload []byte) mqttpub.Lane {
+func sortCommand(h *signedcmd.Handler, screen *signedcmd.Screen, clears *atomic.Int64) func(string, []byte) mqttconn.Lane {
+	return func(_ string, payload []byte) mqttconn.Lane {
 		if len(payload) == 0 && takeOne(clears) {
-			return mqttpub.LaneNone // the controller's own clear of a retained command, come back
+			return mqttconn.LaneNone // the controller's own clear of a retained command, come back
 		}
 		code := screen.Check(payload, len(payload))
 		switch {
 		case code == "":
-			return mqttpub.LanePriority
+			return mqttconn.LanePriority
 		case h.Screened(code, len(payload)):
-			return mqttpub.LaneInbox
+			return mqttconn.LaneInbox
 		}
-		return mqttpub.LaneNone
+		return mqttconn.LaneNone
 	}
 }
 

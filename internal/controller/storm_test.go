@@ -26,6 +26,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display/mqttpub"
@@ -80,8 +81,8 @@ type stormTable struct {
 	url        string
 	wctx       context.Context
 	replies    *mqtttest.Subscriber
-	flood      *mqttpub.Conn
-	supervisor *mqttpub.Conn
+	flood      *mqttconn.Conn
+	supervisor *mqttconn.Conn
 	priv       ed25519.PrivateKey
 	stop       func()
 }
@@ -168,8 +169,8 @@ func startStormTable(t *testing.T, m *MQTTSection) *stormTable {
 	pit := ctl.pitBroker // the embedded broker's pit login, empty on Mosquitto
 	st.replies = mqtttest.Subscribe(t, mqtttest.SubOptions{URL: st.url, Username: pit.Username, Password: pit.Password,
 		Topics: []string{st.topics.Topic(mqttpub.TopicCmdReply)}})
-	dial := func(role string, sub ...string) *mqttpub.Conn {
-		conn, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: st.url, ClientID: mqtttest.ClientID(t, role), Username: pit.Username, Password: pit.Password,
+	dial := func(role string, sub ...string) *mqttconn.Conn {
+		conn, err := mqttconn.Dial(mqttconn.ConnOptions{Broker: st.url, ClientID: mqtttest.ClientID(t, role), Username: pit.Username, Password: pit.Password,
 			Subscribe: sub, Logger: mqQuiet()})
 		if err != nil {
 			t.Fatal(err)
@@ -226,7 +227,7 @@ func commandStorm(t *testing.T, m *MQTTSection) {
 	go func() {
 		defer wg.Done()
 		r := rand.New(rand.NewPCG(2026, 11))
-		var last mqttpub.Token
+		var last mqttconn.Token
 		for i := range storm {
 			if i == storm/2 {
 				close(half)
@@ -446,7 +447,7 @@ func validUnderStorm(t *testing.T, m *MQTTSection, forged bool) {
 		defer close(flooded)
 		defer close(send)
 		r := rand.New(rand.NewPCG(2026, 12))
-		var last mqttpub.Token
+		var last mqttconn.Token
 		for i := range storm {
 			if i%(storm/valid) == storm/valid/2 {
 				send <- struct{}{}

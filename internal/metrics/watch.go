@@ -21,7 +21,7 @@ type TableSource interface {
 	View() (public, pit coup.View)
 }
 
-// BrokerSource is the connection to the broker (*mqttpub.Conn).
+// BrokerSource is the connection to the broker (*mqttconn.Conn).
 type BrokerSource interface {
 	Connection() (up bool, changed <-chan struct{})
 	Dropped() uint64

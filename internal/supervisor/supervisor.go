@@ -22,6 +22,7 @@ import (
 	"github.com/eclipse/paho.mqtt.golang/packets"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/signedcmd"
 )
@@ -123,7 +124,7 @@ func Send(ctx context.Context, o Options, r Request) (signedcmd.Reply, error) {
 		return signedcmd.Reply{}, err
 	}
 	topics := mqttpub.Topics{Prefix: o.Prefix}
-	conn, err := mqttpub.Dial(mqttpub.ConnOptions{Broker: o.Broker, ClientID: "tablectl-" + r.Action + "-" + c.ID[:8],
+	conn, err := mqttconn.Dial(mqttconn.ConnOptions{Broker: o.Broker, ClientID: "tablectl-" + r.Action + "-" + c.ID[:8],
 		Username: o.Username, Password: o.Password, TLS: o.TLS, Once: true,
 		Subscribe: []string{topics.Topic(mqttpub.TopicCmdReply)}, ConnectTimeout: o.Timeout, Logger: o.Logger})
 	if err != nil {

@@ -1,4 +1,4 @@
-package mqttpub
+package mqttconn
 
 import (
 	"bytes"
