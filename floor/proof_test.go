@@ -19,6 +19,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/floor"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/internal/floorsim"
 	"github.com/tablectl/tablectl/internal/floortest"
@@ -47,7 +48,7 @@ func runChild(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := controller.RunFile(ctx, args[2], controller.MQTTOverride{}, slog.Default()); err != nil {
+	if err := controller.RunFile(ctx, args[2], config.MQTTOverride{}, slog.Default()); err != nil {
 		fmt.Fprintf(os.Stderr, "tablectl run: %v\n", err)
 		return 1
 	}

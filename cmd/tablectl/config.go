@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/tablectl/tablectl/internal/controller"
+	"github.com/tablectl/tablectl/internal/config"
 )
 
 func init() {
@@ -57,12 +57,12 @@ to check what it can read.`)
 		return usageError(fs, "one config FILE is needed, after the flags")
 	}
 	path := fs.Arg(0)
-	findings, ok := controller.CheckConfig(path)
+	findings, ok := config.Check(path)
 	if *asJSON {
 		b, err := json.Marshal(struct {
-			File     string               `json:"file"`
-			OK       bool                 `json:"ok"`
-			Findings []controller.Finding `json:"findings"`
+			File     string           `json:"file"`
+			OK       bool             `json:"ok"`
+			Findings []config.Finding `json:"findings"`
 		}{path, ok, findings})
 		if err != nil {
 			return err
@@ -87,9 +87,9 @@ to check what it can read.`)
 
 // deviceMissing reports whether the findings say the shoe's port is not
 // there.
-func deviceMissing(fs []controller.Finding) bool {
+func deviceMissing(fs []config.Finding) bool {
 	for _, f := range fs {
-		if f.Key == "shoe.port.path" && strings.HasPrefix(f.Message, controller.DeviceMissing) {
+		if f.Key == "shoe.port.path" && strings.HasPrefix(f.Message, config.DeviceMissing) {
 			return true
 		}
 	}

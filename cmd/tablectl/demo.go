@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -41,8 +42,8 @@ flags:
 	fs.StringVar(&o.Dir, "dir", "demo", "the `folder` for the trail, the keys and the shoe's link")
 	fs.StringVar(&o.Table, "table", "DEMO", "the table `ID`")
 	fs.StringVar(&o.Profile, "profile", coup.ProfileVIP, "the rule `PROFILE`: classic, no-commission or vip")
-	fs.StringVar(&o.MQTTListen, "mqtt-listen", controller.DefaultMQTTListen, "the embedded broker's TCP `address`")
-	fs.StringVar(&o.MQTTWS, "mqtt-ws-listen", controller.DefaultMQTTWSListen, "the embedded broker's WebSocket `address`, or off")
+	fs.StringVar(&o.MQTTListen, "mqtt-listen", config.DefaultMQTTListen, "the embedded broker's TCP `address`")
+	fs.StringVar(&o.MQTTWS, "mqtt-ws-listen", config.DefaultMQTTWSListen, "the embedded broker's WebSocket `address`, or off")
 	fs.StringVar(&o.HTTP, "http", "127.0.0.1:8080", "the HTTP endpoints' `address`")
 	fs.DurationVar(&o.Pace, "pace", shoesim.DefaultCardPace, "the dealer's pace: the `WAIT` before each card and button")
 	fs.DurationVar(&o.CoupPace, "coup-pace", -1, "the betting `TIME` before each coup (default 5 x --pace)")

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/controller"
 )
 
@@ -28,7 +29,7 @@ func runRun(args []string, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return controller.RunFile(ctx, *path, controller.MQTTOverride{Broker: *mf.broker, Listen: *mf.listen, WSListen: *mf.wsListen}, slog.Default())
+	return controller.RunFile(ctx, *path, config.MQTTOverride{Broker: *mf.broker, Listen: *mf.listen, WSListen: *mf.wsListen}, slog.Default())
 }
 
 // mqttFlagSet holds the flags that override the config file's mqtt section.
@@ -39,7 +40,7 @@ type mqttFlagSet struct {
 func mqttFlags(fs *flag.FlagSet) mqttFlagSet {
 	return mqttFlagSet{
 		broker:   fs.String("broker", "", "MQTT broker `URL` (tcp://, ssl://, ws://, wss://); overrides mqtt.broker; none runs the embedded broker"),
-		listen:   fs.String("mqtt-listen", "", "the embedded broker's TCP `address` (default "+controller.DefaultMQTTListen+")"),
-		wsListen: fs.String("mqtt-ws-listen", "", "the embedded broker's WebSocket `address`, or off (default "+controller.DefaultMQTTWSListen+")"),
+		listen:   fs.String("mqtt-listen", "", "the embedded broker's TCP `address` (default "+config.DefaultMQTTListen+")"),
+		wsListen: fs.String("mqtt-ws-listen", "", "the embedded broker's WebSocket `address`, or off (default "+config.DefaultMQTTWSListen+")"),
 	}
 }

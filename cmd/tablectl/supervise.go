@@ -15,7 +15,7 @@ import (
 
 	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/internal/controller"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/signedcmd"
@@ -252,7 +252,7 @@ func clientConfig(path string, named bool, ctl string, ctlNamed bool) (superviso
 	if ctl == "" {
 		return supervisor.ClientConfig{}, nil
 	}
-	data, err := smallfile.Read(ctl, controller.MaxConfig)
+	data, err := smallfile.Read(ctl, config.MaxConfig)
 	switch {
 	case err == nil:
 	case !ctlNamed && supervisor.IsNotExist(err):

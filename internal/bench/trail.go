@@ -18,6 +18,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -445,14 +446,14 @@ func snapNote(seq int64) string {
 // shoe on the pseudo-terminal at link, the trail with checkpoints signed
 // every 1,000 rows, MQTT to o.Broker under prefix with a client id of its
 // own, no HTTP.
-func benchConfig(o Options, link, trail, key, prefix string) controller.Config {
+func benchConfig(o Options, link, trail, key, prefix string) config.Config {
 	profile, _ := json.Marshal(o.Profile)
-	c := controller.Config{
+	c := config.Config{
 		TableID: benchTrailTable,
 		Profile: profile,
-		Shoe:    controller.ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
-		Audit:   controller.AuditSection{Path: trail, CheckpointKey: key},
-		MQTT:    &controller.MQTTSection{Broker: o.Broker, Prefix: prefix, ClientID: "tablectl-bench-" + benchID()},
+		Shoe:    config.ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
+		Audit:   config.AuditSection{Path: trail, CheckpointKey: key},
+		MQTT:    &config.MQTTSection{Broker: o.Broker, Prefix: prefix, ClientID: "tablectl-bench-" + benchID()},
 	}
 	c.MQTT.Complete(c.TableID, "") // nothing in it can be wrong
 	return c

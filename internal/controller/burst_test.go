@@ -20,6 +20,7 @@ import (
 	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
@@ -105,13 +106,13 @@ func (r *burstRig) deal() {
 func (r *burstRig) start() {
 	r.t.Helper()
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := Config{
+	cfg := config.Config{
 		TableID: "BURST-01",
-		Shoe: ShoeSection{Driver: "v1", Port: device.Config{
+		Shoe: config.ShoeSection{Driver: "v1", Port: device.Config{
 			Path: r.link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1], SilentAfter: device.Off,
 			BackoffMin: device.Duration(5 * time.Millisecond), BackoffMax: device.Duration(50 * time.Millisecond),
 		}.WithDefaults()},
-		Audit: AuditSection{Path: r.trail, CheckpointKey: r.priv},
+		Audit: config.AuditSection{Path: r.trail, CheckpointKey: r.priv},
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	ctl, err := Start(ctx, cfg, r.tc, log.With("part", "controller"), Hooks{OnCommit: r.commits.add})

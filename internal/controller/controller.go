@@ -28,6 +28,7 @@ import (
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/buildinfo"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/metrics"
 	"github.com/tablectl/tablectl/internal/mqttbroker"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
@@ -41,7 +42,7 @@ import (
 // metrics, and MQTT: the broker (embedded or not), the publisher and the
 // signed commands.
 type Controller struct {
-	cfg  Config
+	cfg  config.Config
 	log  *slog.Logger
 	rec  *audit.Recorder
 	link *device.Link
@@ -125,8 +126,8 @@ type Hooks struct {
 
 // RunFile is `tablectl run`: it loads the config file at path, puts o over
 // its mqtt section, starts the table and runs it until ctx is done.
-func RunFile(ctx context.Context, path string, o MQTTOverride, log *slog.Logger) error {
-	c, tc, err := LoadConfig(path)
+func RunFile(ctx context.Context, path string, o config.MQTTOverride, log *slog.Logger) error {
+	c, tc, err := config.Load(path)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func RunFile(ctx context.Context, path string, o MQTTOverride, log *slog.Logger)
 
 // Start verifies the trail and rebuilds the table from it, and
 // only then opens the shoe's port.
-func Start(ctx context.Context, c Config, tc coup.TableConfig, log *slog.Logger, hooks Hooks) (*Controller, error) {
+func Start(ctx context.Context, c config.Config, tc coup.TableConfig, log *slog.Logger, hooks Hooks) (*Controller, error) {
 	var key audit.Signer
 	closeKey := func() error { return nil }
 	if c.Audit.CheckpointKey != "" {
@@ -285,8 +286,8 @@ func (ctl *Controller) listenHTTP() (*netlimit.Listener, error) {
 	}
 	// A config made in code (the demo, tests) has not been through
 	// ParseConfig: its caps get their defaults here.
-	if err := connectionCaps("http", &h.MaxConnections, &h.MaxConnectionsPerClient,
-		DefaultHTTPMaxConnections, DefaultHTTPMaxConnectionsPerClient); err != nil {
+	if err := config.ConnectionCaps("http", &h.MaxConnections, &h.MaxConnectionsPerClient,
+		config.DefaultHTTPMaxConnections, config.DefaultHTTPMaxConnectionsPerClient); err != nil {
 		return nil, err
 	}
 	held, err := netlimit.Listen(h.Listen, "http", netlimit.Limits{Total: h.MaxConnections,
@@ -308,7 +309,7 @@ func (ctl *Controller) serveHTTP(held *netlimit.Listener) error {
 	var ln net.Listener = held
 	origins := webOrigins(ln.Addr())
 	if ctl.cfg.HTTP.CertFile != "" {
-		cert, err := loadHTTPCert(ctl.cfg.HTTP)
+		cert, err := config.LoadHTTPCert(ctl.cfg.HTTP)
 		if err != nil {
 			ln.Close()
 			return err
@@ -799,8 +800,8 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 		if err != nil {
 			return nil, err
 		}
-		if err := connectionCaps("mqtt", &m.MaxConnections, &m.MaxConnectionsPerClient,
-			DefaultMQTTMaxConnections, DefaultMQTTMaxConnectionsPerClient); err != nil {
+		if err := config.ConnectionCaps("mqtt", &m.MaxConnections, &m.MaxConnectionsPerClient,
+			config.DefaultMQTTMaxConnections, config.DefaultMQTTMaxConnectionsPerClient); err != nil {
 			return nil, err
 		}
 		b, err := mqttbroker.Start(mqttbroker.Options{TCP: m.Listen, WS: ws, TCPFlag: flagMQTTListen, WSFlag: flagMQTTWSListen,
@@ -859,7 +860,7 @@ func (ctl *Controller) startMQTT(ctx context.Context, tc coup.TableConfig, clk c
 
 // clientLimit is the embedded broker's limit on each client's commands
 // (none when the burst is negative).
-func clientLimit(m *MQTTSection) mqttbroker.Rate {
+func clientLimit(m *config.MQTTSection) mqttbroker.Rate {
 	if m.ClientCommandBurst < 0 {
 		return mqttbroker.Rate{}
 	}
@@ -1092,7 +1093,7 @@ func (ctl *Controller) TopicPrefix() string {
 
 // moveFrom is the single-file trail to move into the directory of segments
 // (audit.path with audit.dir), or "".
-func moveFrom(a AuditSection) string {
+func moveFrom(a config.AuditSection) string {
 	if a.Dir == "" {
 		return ""
 	}

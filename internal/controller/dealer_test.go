@@ -16,6 +16,7 @@ import (
 	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/selfcheck"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
@@ -27,7 +28,7 @@ import (
 // names the dealer, the trail records both, the pit's figures count the
 // dealer, and a malformed dealer name is refused before the table sees it.
 func TestDealerSignInOverMQTT(t *testing.T) {
-	mc := startMQController(t, &MQTTSection{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0"}, 2)
+	mc := startMQController(t, &config.MQTTSection{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0"}, 2)
 	// The simulated dealer deals both coups at once: wait for them, so the
 	// sign-in falls between coups.
 	deadline := time.Now().Add(mqWait)
@@ -112,7 +113,7 @@ func TestSelfCheckPeriodic(t *testing.T) {
 	}
 	b, _ := m.Marshal()
 	os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o644)
-	cfg, tc, err := LoadConfig(cfgFile)
+	cfg, tc, err := config.Load(cfgFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 	"github.com/tablectl/tablectl/signedcmd"
 )
@@ -127,13 +128,13 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	}
 
 	rawProfile, _ := json.Marshal(o.Profile)
-	c := Config{
+	c := config.Config{
 		TableID: o.Table,
 		Profile: rawProfile,
-		Shoe:    ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
-		Audit:   AuditSection{Path: trail, CheckpointKey: cpKey},
-		HTTP:    HTTPSection{Listen: o.HTTP, PitUser: "pit", PitBrokerUser: "pit", PitBrokerPasswordFile: pitBrokerFile},
-		MQTT: &MQTTSection{Listen: o.MQTTListen, WSListen: o.MQTTWS, WSOrigins: o.WSOrigins, Keyring: keyring,
+		Shoe:    config.ShoeSection{Driver: shoesim.ProtocolV1, Port: device.Config{Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1]}.WithDefaults()},
+		Audit:   config.AuditSection{Path: trail, CheckpointKey: cpKey},
+		HTTP:    config.HTTPSection{Listen: o.HTTP, PitUser: "pit", PitBrokerUser: "pit", PitBrokerPasswordFile: pitBrokerFile},
+		MQTT: &config.MQTTSection{Listen: o.MQTTListen, WSListen: o.MQTTWS, WSOrigins: o.WSOrigins, Keyring: keyring,
 			KeyringAuthority: filepath.Join(keys, signedcmd.AuthorityPublicFile)},
 	}
 	// The demo is a development build: its manifest would be in its own

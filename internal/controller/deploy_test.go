@@ -23,6 +23,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/mqtttest"
@@ -337,7 +338,7 @@ func TestDeployFilesAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := ParseConfig(data, "/etc/tablectl")
+	c, _, err := config.Parse(data, "/etc/tablectl")
 	if err != nil {
 		t.Fatal(err)
 	}

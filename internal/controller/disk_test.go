@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/config"
 )
 
 // TestDiskLowRecorded runs the controller with a free-space floor above
@@ -20,7 +21,7 @@ func TestDiskLowRecorded(t *testing.T) {
 	dir := t.TempDir()
 	doc := `{"table_id":"DISK-01","profile":"vip","shoe":{"port":{"path":"` + filepath.Join(dir, "no-shoe") + `"}},
 		"audit":{"path":"trail.db","free_space_floor_mb":1073741824},"mqtt":{"disabled":true}}`
-	cfg, tc, err := ParseConfig([]byte(doc), dir)
+	cfg, tc, err := config.Parse([]byte(doc), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

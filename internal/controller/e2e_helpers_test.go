@@ -35,6 +35,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/internal/browsertest"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -74,7 +75,7 @@ func runChild(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := RunFile(ctx, args[2], MQTTOverride{}, slog.Default()); err != nil {
+	if err := RunFile(ctx, args[2], config.MQTTOverride{}, slog.Default()); err != nil {
 		fmt.Fprintf(os.Stderr, "tablectl run: %v\n", err)
 		return 1
 	}
@@ -419,16 +420,16 @@ func newRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig) *rig {
 	pty, link := r.openShoe(cancel, dir, opts, log)
 	r.pty = pty
 
-	cfg := Config{
+	cfg := config.Config{
 		TableID: "E2E-01",
-		Shoe: ShoeSection{Driver: "v1", Port: device.Config{
+		Shoe: config.ShoeSection{Driver: "v1", Port: device.Config{
 			Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1],
 			// The gate holds the shoe for as long as the test takes to act,
 			// with no heartbeat: silence is not what these tests are about.
 			SilentAfter: device.Off,
 			BackoffMin:  device.Duration(5 * time.Millisecond), BackoffMax: device.Duration(50 * time.Millisecond),
 		}.WithDefaults()},
-		Audit: AuditSection{Path: r.trail, CheckpointKey: priv},
+		Audit: config.AuditSection{Path: r.trail, CheckpointKey: priv},
 	}
 	r.ctl, err = Start(ctx, cfg, tc, log.With("part", "controller"), Hooks{OnCommit: r.commits.add})
 	if err != nil {
@@ -943,7 +944,7 @@ func newProcessRigResult(t *testing.T, opts shoesim.Options, resultTime string) 
 		cancel()
 		t.Fatal(err)
 	}
-	c, tc, err := ParseConfig(doc.Bytes(), dir)
+	c, tc, err := config.Parse(doc.Bytes(), dir)
 	if err != nil || c.Audit.Path != r.trail {
 		cancel()
 		t.Fatalf("%s: %v (trail %q)", configTemplate, err, c.Audit.Path)

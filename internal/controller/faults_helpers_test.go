@@ -33,6 +33,7 @@ import (
 	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/shoeread"
@@ -90,13 +91,13 @@ func newFaultRig(t *testing.T, opts shoesim.Options, tc coup.TableConfig, fo fau
 	if fo.silentAfter > 0 {
 		silent = device.Duration(fo.silentAfter)
 	}
-	cfg := Config{
+	cfg := config.Config{
 		TableID: "FAULT-01",
-		Shoe: ShoeSection{Driver: "v1", Port: device.Config{
+		Shoe: config.ShoeSection{Driver: "v1", Port: device.Config{
 			Path: link, Baud: shoesim.DefaultBaud[shoesim.ProtocolV1], SilentAfter: silent,
 			BackoffMin: device.Duration(5 * time.Millisecond), BackoffMax: device.Duration(50 * time.Millisecond),
 		}.WithDefaults()},
-		Audit: AuditSection{Path: r.trail, CheckpointKey: priv},
+		Audit: config.AuditSection{Path: r.trail, CheckpointKey: priv},
 	}
 	r.ctl, err = Start(ctx, cfg, tc, log.With("part", "controller"), Hooks{
 		OnCommit: r.commits.add, OnWriteFailure: fo.onWriteFailure, Clock: fo.clock, TrailFreeBetweenCommits: fo.trailFreeBetweenCommits,
@@ -467,7 +468,7 @@ func editConfig(t *testing.T, r *processRig, edit func(map[string]any)) {
 	if err := os.WriteFile(r.config, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, tc, err := ParseConfig(b, filepath.Dir(r.config))
+	c, tc, err := config.Parse(b, filepath.Dir(r.config))
 	if err != nil {
 		t.Fatalf("edited config: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/softhsmtest"
 )
@@ -24,7 +25,7 @@ func TestCheckpointKeyInToken(t *testing.T) {
 
 	doc := `{"table_id":"HSM-01","profile":"vip","shoe":{"port":{"path":"` + filepath.Join(dir, "no-shoe") + `"}},
 		"audit":{"path":"trail.db","checkpoint_key":"` + uri + `","checkpoint_every":1},"mqtt":{"disabled":true}}`
-	cfg, tc, err := ParseConfig([]byte(doc), dir)
+	cfg, tc, err := config.Parse([]byte(doc), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/freeport"
 )
 
@@ -34,10 +35,10 @@ func TestHTTPS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{TableID: "TLS-1",
-		Shoe:  ShoeSection{Driver: "v1", Port: device.Config{Path: filepath.Join(dir, "no-shoe")}.WithDefaults()},
-		Audit: AuditSection{Path: filepath.Join(dir, "trail.db")},
-		HTTP:  HTTPSection{Listen: addr, CertFile: crt, KeyFile: key}}
+	cfg := config.Config{TableID: "TLS-1",
+		Shoe:  config.ShoeSection{Driver: "v1", Port: device.Config{Path: filepath.Join(dir, "no-shoe")}.WithDefaults()},
+		Audit: config.AuditSection{Path: filepath.Join(dir, "trail.db")},
+		HTTP:  config.HTTPSection{Listen: addr, CertFile: crt, KeyFile: key}}
 	ctx, cancel := context.WithCancel(context.Background())
 	ctl, err := Start(ctx, cfg, coup.DefaultTableConfig(p), slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks{})
 	if err != nil {
@@ -83,7 +84,7 @@ func TestHTTPS(t *testing.T) {
 	if _, err := c.Get("https://" + addr + "/state"); err != nil {
 		t.Error(err)
 	}
-	if _, ok := CheckConfig(filepath.Join(dir, "missing.json")); ok {
+	if _, ok := config.Check(filepath.Join(dir, "missing.json")); ok {
 		t.Error("a missing config checks ok")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/signedcmd"
 )
 
@@ -94,7 +95,7 @@ func (s *testSupervisors) sign(t *testing.T, c signedcmd.Command, name string) [
 
 // runInProcess starts a controller as cfg says and runs it; stop stops it
 // and waits for it (failing the test if a part hangs).
-func runInProcess(t *testing.T, cfg Config, tc coup.TableConfig, log *slog.Logger, hooks Hooks) (ctl *Controller, stop func(), err error) {
+func runInProcess(t *testing.T, cfg config.Config, tc coup.TableConfig, log *slog.Logger, hooks Hooks) (ctl *Controller, stop func(), err error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ctl, err = Start(ctx, cfg, tc, log, hooks)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/signedcmd"
 )
 
@@ -51,7 +52,7 @@ func TestKeyringOnlySigned(t *testing.T) {
 	doc := fmt.Sprintf(`{"table_id":"KR-01","profile":"vip","shoe":{"port":{"path":%q}},
 		"audit":{"dir":"trail","checkpoint_key":%q},
 		"mqtt":{"listen":"127.0.0.1:0","ws_listen":"off",%s}}`, filepath.Join(dir, "no-shoe"), cpKey, sup.mqttConfig())
-	cfg, tc, err := ParseConfig([]byte(doc), dir)
+	cfg, tc, err := config.Parse([]byte(doc), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
@@ -74,31 +75,31 @@ func TestWebOrigins(t *testing.T) {
 
 func TestMQTTConfig(t *testing.T) {
 	base := `{"table_id":"T-1","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}`
-	c, _, err := ParseConfig([]byte(base+`,"mqtt":{"keyring":"keys.json","keyring_authority":"keys/officer.pub"}}`), "/etc/tablectl")
+	c, _, err := config.Parse([]byte(base+`,"mqtt":{"keyring":"keys.json","keyring_authority":"keys/officer.pub"}}`), "/etc/tablectl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := c.MQTT
-	if m.Broker != "" || m.Listen != DefaultMQTTListen || m.WSListen != DefaultMQTTWSListen || m.Prefix != "tablectl/T-1" ||
+	if m.Broker != "" || m.Listen != config.DefaultMQTTListen || m.WSListen != config.DefaultMQTTWSListen || m.Prefix != "tablectl/T-1" ||
 		m.ClientID != "tablectl-T-1" || time.Duration(m.CommandWindow) != signedcmd.DefaultWindow || m.Keyring != "/etc/tablectl/keys.json" ||
 		m.KeyringAuthority != "/etc/tablectl/keys/officer.pub" {
 		t.Fatalf("defaults: %+v", m)
 	}
 	// A keyring without its authority: the controller could check no
 	// signature, so the config is refused.
-	if _, _, err := ParseConfig([]byte(base+`,"mqtt":{"keyring":"keys.json"}}`), "/etc/tablectl"); err == nil || !strings.Contains(err.Error(), "mqtt.keyring_authority is required") {
+	if _, _, err := config.Parse([]byte(base+`,"mqtt":{"keyring":"keys.json"}}`), "/etc/tablectl"); err == nil || !strings.Contains(err.Error(), "mqtt.keyring_authority is required") {
 		t.Fatalf("a keyring without an authority: %v", err)
 	}
 	// Origins as browsers send them.
-	if c, _, err := ParseConfig([]byte(base+`,"mqtt":{"ws_origins":["HTTP://Table7.Local:8080","https://pit.example:443"]}}`), "/"); err != nil ||
+	if c, _, err := config.Parse([]byte(base+`,"mqtt":{"ws_origins":["HTTP://Table7.Local:8080","https://pit.example:443"]}}`), "/"); err != nil ||
 		!slices.Equal(c.MQTT.WSOrigins, []string{"http://table7.local:8080", "https://pit.example"}) {
 		t.Fatalf("ws_origins: %+v %v", c.MQTT, err)
 	}
 	// No broker configured: the embedded broker on its default ports.
-	if c, _, err := ParseConfig([]byte(base+`}`), "/"); err != nil || c.MQTT == nil || c.MQTT.Broker != "" || c.MQTT.Listen != DefaultMQTTListen {
+	if c, _, err := config.Parse([]byte(base+`}`), "/"); err != nil || c.MQTT == nil || c.MQTT.Broker != "" || c.MQTT.Listen != config.DefaultMQTTListen {
 		t.Fatalf("no section: %+v %v", c.MQTT, err)
 	}
-	if c, _, err := ParseConfig([]byte(base+`,"mqtt":{"disabled":true}}`), "/"); err != nil || c.MQTT != nil {
+	if c, _, err := config.Parse([]byte(base+`,"mqtt":{"disabled":true}}`), "/"); err != nil || c.MQTT != nil {
 		t.Fatalf("disabled: %+v %v", c.MQTT, err)
 	}
 	for _, tt := range []struct{ doc, want string }{
@@ -113,30 +114,30 @@ func TestMQTTConfig(t *testing.T) {
 		{`{"ws_origins":["http://a:1/path"]}`, "mqtt.ws_origins"},
 		{`{"ws_origins":["ws://a:1"]}`, "mqtt.ws_origins"},
 	} {
-		if _, _, err := ParseConfig([]byte(base+`,"mqtt":`+tt.doc+`}`), "/"); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, _, err := config.Parse([]byte(base+`,"mqtt":`+tt.doc+`}`), "/"); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err %v, want %q", tt.doc, err, tt.want)
 		}
 	}
 	// The flags override the section, and turn MQTT on without one.
-	c, _, _ = ParseConfig([]byte(base+`,"mqtt":{"disabled":true}}`), "/")
-	if err := c.OverrideMQTT(MQTTOverride{Listen: "127.0.0.1:0"}); err != nil || c.MQTT == nil || c.MQTT.Listen != "127.0.0.1:0" || c.MQTT.Prefix != "tablectl/T-1" {
+	c, _, _ = config.Parse([]byte(base+`,"mqtt":{"disabled":true}}`), "/")
+	if err := c.OverrideMQTT(config.MQTTOverride{Listen: "127.0.0.1:0"}); err != nil || c.MQTT == nil || c.MQTT.Listen != "127.0.0.1:0" || c.MQTT.Prefix != "tablectl/T-1" {
 		t.Fatalf("flags: %+v %v", c.MQTT, err)
 	}
 	for _, tt := range []struct {
 		doc  string
-		o    MQTTOverride
+		o    config.MQTTOverride
 		want string
 	}{
-		{`}`, MQTTOverride{Broker: "tcp://b:1883", Listen: "127.0.0.1:1"}, "not with --broker"},
-		{`,"mqtt":{"broker":"tcp://b:1883"}}`, MQTTOverride{WSListen: "127.0.0.1:1"}, "names a broker"},
+		{`}`, config.MQTTOverride{Broker: "tcp://b:1883", Listen: "127.0.0.1:1"}, "not with --broker"},
+		{`,"mqtt":{"broker":"tcp://b:1883"}}`, config.MQTTOverride{WSListen: "127.0.0.1:1"}, "names a broker"},
 	} {
-		c, _, _ = ParseConfig([]byte(base+tt.doc), "/")
+		c, _, _ = config.Parse([]byte(base+tt.doc), "/")
 		if err := c.OverrideMQTT(tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v over %s: err %v, want %q", tt.o, tt.doc, err, tt.want)
 		}
 	}
-	c, _, _ = ParseConfig([]byte(base+`}`), "/")
-	if err := c.OverrideMQTT(MQTTOverride{Broker: "tcp://b:1883"}); err != nil || c.MQTT.Broker != "tcp://b:1883" || c.MQTT.Listen != "" {
+	c, _, _ = config.Parse([]byte(base+`}`), "/")
+	if err := c.OverrideMQTT(config.MQTTOverride{Broker: "tcp://b:1883"}); err != nil || c.MQTT.Broker != "tcp://b:1883" || c.MQTT.Listen != "" {
 		t.Fatalf("--broker: %+v %v", c.MQTT, err)
 	}
 }
@@ -157,13 +158,13 @@ type mqController struct {
 
 // startMQController deals coups coups of a seeded shoe at full speed into a
 // controller whose MQTT section is m (the keyring is filled in).
-func startMQController(t *testing.T, m *MQTTSection, coups int) *mqController {
+func startMQController(t *testing.T, m *config.MQTTSection, coups int) *mqController {
 	t.Helper()
 	return startMQControllerAt(t, "MQ-1", m, coups)
 }
 
 // startMQControllerAt is startMQController for the table table.
-func startMQControllerAt(t *testing.T, table string, m *MQTTSection, coups int) *mqController {
+func startMQControllerAt(t *testing.T, table string, m *config.MQTTSection, coups int) *mqController {
 	t.Helper()
 	dir := t.TempDir()
 	keys := t.TempDir()
@@ -190,11 +191,11 @@ func startMQControllerAt(t *testing.T, table string, m *MQTTSection, coups int) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Config{
+	c := config.Config{
 		TableID: table,
-		Shoe: ShoeSection{Driver: "v1", Port: device.Config{Path: link, Baud: 115200, SilentAfter: device.Off,
+		Shoe: config.ShoeSection{Driver: "v1", Port: device.Config{Path: link, Baud: 115200, SilentAfter: device.Off,
 			BackoffMin: device.Duration(5 * time.Millisecond), BackoffMax: device.Duration(50 * time.Millisecond)}.WithDefaults()},
-		Audit: AuditSection{Path: filepath.Join(dir, "trail.db"), CheckpointKey: cpKey},
+		Audit: config.AuditSection{Path: filepath.Join(dir, "trail.db"), CheckpointKey: cpKey},
 		MQTT:  m,
 	}
 	if m.Prefix == "" {
@@ -274,12 +275,12 @@ func sendAs(t testing.TB, o supervisor.Options, keyFile string, r supervisor.Req
 // once and in order, each in the trail when it arrived, every retained
 // topic, then supervisor commands from the CLI, accepted and refused.
 func TestControllerOverMQTT(t *testing.T) {
-	brokers := map[string]func(t *testing.T) *MQTTSection{
-		"mosquitto": func(t *testing.T) *MQTTSection {
-			return &MQTTSection{Broker: mqtttest.Shared(t)}
+	brokers := map[string]func(t *testing.T) *config.MQTTSection{
+		"mosquitto": func(t *testing.T) *config.MQTTSection {
+			return &config.MQTTSection{Broker: mqtttest.Shared(t)}
 		},
-		"embedded": func(t *testing.T) *MQTTSection {
-			return &MQTTSection{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0"}
+		"embedded": func(t *testing.T) *config.MQTTSection {
+			return &config.MQTTSection{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0"}
 		},
 	}
 	for name, section := range brokers {

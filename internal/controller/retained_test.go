@@ -17,6 +17,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/signedcmd"
 )
@@ -32,7 +33,7 @@ import (
 // refusal is counted (tablectl_commands_screened_total, code retained).
 func TestRetainedCommand(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
-		mc := startMQControllerAt(t, "RET-1", &MQTTSection{Listen: "127.0.0.1:0", WSListen: "off"}, 1)
+		mc := startMQControllerAt(t, "RET-1", &config.MQTTSection{Listen: "127.0.0.1:0", WSListen: "off"}, 1)
 		publishRetained(t, mc, mc.url, mc.user, mc.pass, "suspend")
 		noRetained(t, mc.url, mc.user, mc.pass, mc.prefix)
 		waitScreenedRetained(t, mc, 1)
@@ -50,7 +51,7 @@ func TestRetainedCommand(t *testing.T) {
 		if err := os.WriteFile(pw, []byte(users["tablectl"]+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		mc := startMQControllerAt(t, "BAC-07", &MQTTSection{Broker: url, Prefix: "tablectl/BAC-07", ClientID: "tablectl",
+		mc := startMQControllerAt(t, "BAC-07", &config.MQTTSection{Broker: url, Prefix: "tablectl/BAC-07", ClientID: "tablectl",
 			Username: "tablectl", PasswordFile: pw}, 1)
 		id := publishRetained(t, mc, url, "pit-BAC-07", users["pit-BAC-07"], "suspend")
 		// Taken live: it was sent now.

@@ -13,6 +13,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/signedcmd"
 )
 
@@ -37,7 +38,7 @@ func TestRestartAfterRetention(t *testing.T) {
 	doc := fmt.Sprintf(`{"table_id":"RET-01","profile":"vip","shoe":{"port":{"path":%q}},
 		"audit":{"dir":"trail","archive_dir":"archive","keep_days":1,"checkpoint_key":%q},
 		"mqtt":{"listen":"127.0.0.1:0","ws_listen":"off",%s}}`, filepath.Join(dir, "no-shoe"), cpKey, sup.mqttConfig())
-	cfg, tc, err := ParseConfig([]byte(doc), dir)
+	cfg, tc, err := config.Parse([]byte(doc), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

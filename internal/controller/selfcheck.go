@@ -2,54 +2,13 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/device"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/selfcheck"
 )
-
-// SelfCheckSection is program self-authentication (docs/operations.md,
-// "Self-authentication"): the controller hashes its executable and its
-// config file at start and every Every, and checks them against the
-// manifest signed at build time.
-type SelfCheckSection struct {
-	// Manifest is the signed manifest; default /usr/lib/tablectl/manifest.json.
-	Manifest string `json:"manifest,omitempty"`
-	// PublicKey is the PEM public key of the key that signs it; default
-	// /usr/lib/tablectl/manifest.pub.
-	PublicKey string `json:"public_key,omitempty"`
-	// Require makes a missing manifest a failed check. Without it a
-	// controller with no manifest is an unsigned development build: it
-	// records "unsigned" and deals. A production table sets it.
-	Require bool `json:"require,omitempty"`
-	// Every is how often the check runs after start; default and at most
-	// 24h (N.J.A.C. 13:69O-1.5), at least 1m.
-	Every device.Duration `json:"every,omitempty"`
-}
-
-// MaxSelfCheckEvery is the longest a self-check interval may be.
-const MaxSelfCheckEvery = 24 * time.Hour
-
-// complete fills in the defaults; relative paths are taken from dir.
-func (s *SelfCheckSection) complete(dir string) error {
-	if s.Manifest == "" {
-		s.Manifest = selfcheck.DefaultManifest
-	}
-	if s.PublicKey == "" {
-		s.PublicKey = selfcheck.DefaultPublicKey
-	}
-	s.Manifest, s.PublicKey = under(dir, s.Manifest), under(dir, s.PublicKey)
-	switch d := time.Duration(s.Every); {
-	case d == 0:
-		s.Every = device.Duration(MaxSelfCheckEvery)
-	case d < time.Minute || d > MaxSelfCheckEvery:
-		return fmt.Errorf("self_check.every %v: want 1m to 24h", d)
-	}
-	return nil
-}
 
 // selfChecker runs the checks and remembers the last result for /health.
 type selfChecker struct {
@@ -59,15 +18,15 @@ type selfChecker struct {
 	last  string // the last result recorded, "" before the first
 }
 
-func newSelfChecker(c Config) *selfChecker {
+func newSelfChecker(c config.Config) *selfChecker {
 	s := c.SelfCheck
 	// A Config made in code (the demo, tests) takes the defaults too; an
 	// interval out of bounds cannot come from ParseConfig.
-	if err := s.complete(""); err != nil {
-		s.Every = device.Duration(MaxSelfCheckEvery)
+	if err := s.Complete(""); err != nil {
+		s.Every = config.Duration(config.MaxSelfCheckEvery)
 	}
 	return &selfChecker{every: time.Duration(s.Every), check: selfcheck.Checker{
-		Manifest: s.Manifest, PublicKey: s.PublicKey, Require: s.Require, Config: c.file,
+		Manifest: s.Manifest, PublicKey: s.PublicKey, Require: s.Require, Config: c.File(),
 	}}
 }
 

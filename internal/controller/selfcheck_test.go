@@ -17,6 +17,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/selfcheck"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -187,7 +188,7 @@ func TestSelfCheckHealthAndMetrics(t *testing.T) {
 	doc := `{"table_id":"SELF-01","profile":"vip","shoe":{"port":{"path":"` + filepath.Join(dir, "no-shoe") + `"}},
 		"audit":{"path":"trail.db"},"mqtt":{"disabled":true},"http":{"listen":"127.0.0.1:0"},
 		"self_check":{"manifest":"manifest.json","public_key":"manifest.pub","require":true}}`
-	cfg, tc, err := ParseConfig([]byte(doc), dir)
+	cfg, tc, err := config.Parse([]byte(doc), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestSelfCheckHealthAndMetrics(t *testing.T) {
 func TestSelfCheckEveryBounds(t *testing.T) {
 	for every, ok := range map[string]bool{`"24h"`: true, `"1m"`: true, `"25h"`: false, `"30s"`: false, `"48h"`: false} {
 		doc := `{"table_id":"T","profile":"vip","shoe":{"port":{"path":"/dev/null"}},"audit":{"path":"t.db"},"mqtt":{"disabled":true},"self_check":{"every":` + every + `}}`
-		c, _, err := ParseConfig([]byte(doc), t.TempDir())
+		c, _, err := config.Parse([]byte(doc), t.TempDir())
 		if (err == nil) != ok {
 			t.Errorf("every %s: %v", every, err)
 		}
@@ -251,7 +252,7 @@ func TestSelfCheckEveryBounds(t *testing.T) {
 			t.Errorf("manifest %q", c.SelfCheck.Manifest)
 		}
 	}
-	c, _, err := ParseConfig([]byte(`{"table_id":"T","profile":"vip","shoe":{"port":{"path":"/dev/null"}},"audit":{"path":"t.db"},"mqtt":{"disabled":true}}`), "/etc/tablectl")
+	c, _, err := config.Parse([]byte(`{"table_id":"T","profile":"vip","shoe":{"port":{"path":"/dev/null"}},"audit":{"path":"t.db"},"mqtt":{"disabled":true}}`), "/etc/tablectl")
 	if err != nil || time.Duration(c.SelfCheck.Every) != 24*time.Hour || c.SelfCheck.Require {
 		t.Fatalf("defaults: %+v %v", c.SelfCheck, err)
 	}

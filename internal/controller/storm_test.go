@@ -30,6 +30,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/display/mqttpub"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 	"github.com/tablectl/tablectl/signedcmd"
@@ -55,13 +56,13 @@ func stormJunk(r *rand.Rand, i int) []byte {
 }
 
 func TestCommandStorm(t *testing.T) {
-	brokers := map[string]func(t *testing.T) *MQTTSection{
+	brokers := map[string]func(t *testing.T) *config.MQTTSection{
 		// No limit on each client at the embedded broker: the storm reaches
 		// the controller, as it does through Mosquitto.
-		"embedded": func(t *testing.T) *MQTTSection {
-			return &MQTTSection{Listen: "127.0.0.1:0", WSListen: "off", ClientCommandBurst: -1}
+		"embedded": func(t *testing.T) *config.MQTTSection {
+			return &config.MQTTSection{Listen: "127.0.0.1:0", WSListen: "off", ClientCommandBurst: -1}
 		},
-		"mosquitto": func(t *testing.T) *MQTTSection { return &MQTTSection{Broker: mqtttest.Shared(t)} },
+		"mosquitto": func(t *testing.T) *config.MQTTSection { return &config.MQTTSection{Broker: mqtttest.Shared(t)} },
 	}
 	for name, section := range brokers {
 		t.Run(name, func(t *testing.T) {
@@ -91,7 +92,7 @@ const stormTableID = "STORM-1"
 
 // startStormTable starts the controller on broker m and connects the
 // flood's client, the supervisor's, and a recorder of cmd/reply.
-func startStormTable(t *testing.T, m *MQTTSection) *stormTable {
+func startStormTable(t *testing.T, m *config.MQTTSection) *stormTable {
 	dir, keys := t.TempDir(), t.TempDir()
 	privFile, _, entry, err := signedcmd.GenerateKey(keys, "alice")
 	if err != nil {
@@ -118,11 +119,11 @@ func startStormTable(t *testing.T, m *MQTTSection) *stormTable {
 	// falls due during the storm, so the rows the storm may write are exact.
 	clk := clock.NewFake(time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC))
 	trail := filepath.Join(dir, "trail.db")
-	c := Config{
+	c := config.Config{
 		TableID: table,
-		Shoe: ShoeSection{Driver: "v1", Port: device.Config{Path: link, Baud: 115200, SilentAfter: device.Off,
+		Shoe: config.ShoeSection{Driver: "v1", Port: device.Config{Path: link, Baud: 115200, SilentAfter: device.Off,
 			BackoffMin: device.Duration(5 * time.Millisecond), BackoffMax: device.Duration(50 * time.Millisecond)}.WithDefaults()},
-		Audit: AuditSection{Path: trail},
+		Audit: config.AuditSection{Path: trail},
 		MQTT:  m,
 	}
 	p, err := coup.BuiltinProfile(coup.ProfileVIP)
@@ -203,7 +204,7 @@ func (st *stormTable) sign(t *testing.T, action string, edit func(*signedcmd.Com
 	return b, cmd.ID
 }
 
-func commandStorm(t *testing.T, m *MQTTSection) {
+func commandStorm(t *testing.T, m *config.MQTTSection) {
 	const storm = 10000
 	st := startStormTable(t, m)
 	ctl, clk, trail, topics, wctx, replies, flood, supervisor := st.ctl, st.clk, st.trail, st.topics, st.wctx, st.replies, st.flood, st.supervisor
@@ -375,13 +376,13 @@ func commandStorm(t *testing.T, m *MQTTSection) {
 // dropped in the connection's handler before it is queued, and commands
 // that name a key of the keyring wait in a lane of their own.
 func TestValidCommandsUnderStorm(t *testing.T) {
-	brokers := map[string]func(t *testing.T) *MQTTSection{
+	brokers := map[string]func(t *testing.T) *config.MQTTSection{
 		// No limit on each client at the embedded broker: the storm reaches
 		// the controller, as it does through Mosquitto.
-		"embedded": func(t *testing.T) *MQTTSection {
-			return &MQTTSection{Listen: "127.0.0.1:0", WSListen: "off", ClientCommandBurst: -1}
+		"embedded": func(t *testing.T) *config.MQTTSection {
+			return &config.MQTTSection{Listen: "127.0.0.1:0", WSListen: "off", ClientCommandBurst: -1}
 		},
-		"mosquitto": func(t *testing.T) *MQTTSection { return &MQTTSection{Broker: mqtttest.Shared(t)} },
+		"mosquitto": func(t *testing.T) *config.MQTTSection { return &config.MQTTSection{Broker: mqtttest.Shared(t)} },
 	}
 	for name, section := range brokers {
 		t.Run(name, func(t *testing.T) {
@@ -397,13 +398,13 @@ func TestValidCommandsUnderStorm(t *testing.T) {
 // answered. (Through Mosquitto the controller cannot tell one client from
 // another: see docs/operations.md.)
 func TestForgedStormIsRateLimited(t *testing.T) {
-	validUnderStorm(t, &MQTTSection{Listen: "127.0.0.1:0", WSListen: "off"}, true)
+	validUnderStorm(t, &config.MQTTSection{Listen: "127.0.0.1:0", WSListen: "off"}, true)
 }
 
 // validUnderStorm sends twenty of alice's commands in the middle of a
 // storm of junk: junk of every kind the screen drops, or, forged, commands
 // that name alice with a signature that does not verify.
-func validUnderStorm(t *testing.T, m *MQTTSection, forged bool) {
+func validUnderStorm(t *testing.T, m *config.MQTTSection, forged bool) {
 	const storm, valid = 20000, 20
 	st := startStormTable(t, m)
 	// Junk of every kind the screen drops, the signed kinds made once.
@@ -577,7 +578,7 @@ func validUnderStorm(t *testing.T, m *MQTTSection, forged bool) {
 	case forged:
 		// All but the client's burst dropped at the broker; the burst
 		// refused at the signature, nothing for a full lane.
-		if want := float64(storm - DefaultClientCommandBurst); screened[signedcmd.CodeRateLimited] != want || screenedAll != want || dropped != 0 {
+		if want := float64(storm - config.DefaultClientCommandBurst); screened[signedcmd.CodeRateLimited] != want || screenedAll != want || dropped != 0 {
 			t.Errorf("%v of %v refusals dropped at the broker, %v in all before they were queued, %v for a full lane; want %v, %v and none",
 				screened[signedcmd.CodeRateLimited], refused, screenedAll, dropped, want, want)
 		}

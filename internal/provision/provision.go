@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
-	"github.com/tablectl/tablectl/internal/controller"
+	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/signedcmd"
@@ -87,7 +87,7 @@ func Run(o Options) (Report, error) {
 	if o.Rand == nil {
 		o.Rand = rand.Reader
 	}
-	c, _, err := controller.LoadConfig(o.Config)
+	c, _, err := config.Load(o.Config)
 	if err != nil {
 		return Report{}, err
 	}
@@ -193,7 +193,7 @@ func Run(o Options) (Report, error) {
 // controller reaches it, the table, and the supervisors' broker login
 // whose password init handed off, so that `tablectl suspend --key FILE`
 // on the box needs nothing more.
-func (p *run) clientConfig(c controller.Config) error {
+func (p *run) clientConfig(c config.Config) error {
 	path := filepath.Join(filepath.Dir(p.o.Config), "client.json")
 	if p.exists(path, "the supervisors' client config") {
 		return nil

@@ -1,4 +1,4 @@
-package controller
+package config
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ type Config struct {
 	// SelfCheck is program self-authentication (selfcheck.go).
 	SelfCheck SelfCheckSection `json:"self_check"`
 
-	// file is the config file read (LoadConfig), which the self-check
+	// file is the config file read (Load), which the self-check
 	// hashes; "" for a config made in code (the demo).
 	file string
 }
@@ -84,7 +84,7 @@ type MQTTSection struct {
 	KeyringAuthority string `json:"keyring_authority,omitempty"`
 	// CommandWindow is how far a command's issued_at may be from the
 	// controller's clock; default 2m.
-	CommandWindow device.Duration `json:"command_window"`
+	CommandWindow Duration `json:"command_window"`
 	// Queue is how many commits wait for the publisher before it reads
 	// them back from the trail; default 4096.
 	Queue int `json:"queue"`
@@ -95,7 +95,7 @@ type MQTTSection struct {
 	// embedded broker: MQTT 3.1.1 does not tell a subscriber who published,
 	// so a configured broker must limit its clients itself.
 	ClientCommandBurst int             `json:"client_command_burst,omitempty"`
-	ClientCommandEvery device.Duration `json:"client_command_every,omitempty"`
+	ClientCommandEvery Duration `json:"client_command_every,omitempty"`
 	// MaxConnections and MaxConnectionsPerClient cap the embedded broker's
 	// connections open at once, on each of its listeners (TCP and
 	// WebSocket), in all and from one client address; defaults 512 and 32.
@@ -120,9 +120,9 @@ const (
 	DefaultMQTTMaxConnectionsPerClient = 32
 )
 
-// connectionCaps fills in the defaults of a listener's caps and checks
+// ConnectionCaps fills in the defaults of a listener's caps and checks
 // them: positive, the one per client no more than the total.
-func connectionCaps(section string, total, perClient *int, defTotal, defPerClient int) error {
+func ConnectionCaps(section string, total, perClient *int, defTotal, defPerClient int) error {
 	if *total == 0 {
 		*total = defTotal
 	}
@@ -149,8 +149,8 @@ type TableSection struct {
 	BurnDoneByButton *bool           `json:"burn_done_by_button"` // default true
 	CutCard          string          `json:"cut_card"`            // one_more, finish
 	Reveal           string          `json:"reveal"`              // button, immediate
-	BettingTime      device.Duration `json:"betting_time"`        // 0: button or game server closes betting
-	ResultTime       device.Duration `json:"result_time"`         // default 3s
+	BettingTime      Duration `json:"betting_time"`        // 0: button or game server closes betting
+	ResultTime       Duration `json:"result_time"`         // default 3s
 }
 
 // ShoeSection is the shoe: its protocol and its port.
@@ -234,14 +234,14 @@ type HTTPSection struct {
 	MaxConnectionsPerClient int `json:"max_connections_per_client,omitempty"`
 }
 
-// LoadConfig reads and parses the config file at path (at most MaxConfig
+// Load reads and parses the config file at path (at most MaxConfig
 // bytes); relative paths in it are taken from its folder.
-func LoadConfig(path string) (Config, coup.TableConfig, error) {
+func Load(path string) (Config, coup.TableConfig, error) {
 	data, err := smallfile.Read(path, MaxConfig)
 	if err != nil {
 		return Config{}, coup.TableConfig{}, err
 	}
-	c, tc, err := ParseConfig(data, filepath.Dir(path))
+	c, tc, err := Parse(data, filepath.Dir(path))
 	if err != nil {
 		// Say where: line, column and key (tablectl config check says all).
 		if fs := Locate(data); len(fs) > 0 {
@@ -296,9 +296,9 @@ func (c *Config) OverrideMQTT(o MQTTOverride) error {
 	return nil
 }
 
-// ParseConfig reads a config document strictly: unknown fields are errors.
+// Parse reads a config document strictly: unknown fields are errors.
 // Relative paths are taken from dir (the config file's folder).
-func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
+func Parse(data []byte, dir string) (Config, coup.TableConfig, error) {
 	var c Config
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -363,7 +363,7 @@ func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	if (c.HTTP.PitUser == "") != (c.HTTP.PitPasswordFile == "") {
 		errs = append(errs, errors.New("http.pit_user and http.pit_password_file go together"))
 	}
-	errs = append(errs, connectionCaps("http", &c.HTTP.MaxConnections, &c.HTTP.MaxConnectionsPerClient,
+	errs = append(errs, ConnectionCaps("http", &c.HTTP.MaxConnections, &c.HTTP.MaxConnectionsPerClient,
 		DefaultHTTPMaxConnections, DefaultHTTPMaxConnectionsPerClient))
 	if pkcs11signer.IsURI(c.Audit.CheckpointKey) {
 		if _, err := pkcs11signer.ParseURI(c.Audit.CheckpointKey); err != nil {
@@ -382,7 +382,7 @@ func ParseConfig(data []byte, dir string) (Config, coup.TableConfig, error) {
 	if c.MQTT != nil {
 		errs = append(errs, c.MQTT.Complete(c.TableID, dir))
 	}
-	errs = append(errs, c.SelfCheck.complete(dir))
+	errs = append(errs, c.SelfCheck.Complete(dir))
 	return c, tc, errors.Join(errs...)
 }
 
@@ -401,9 +401,9 @@ func (m *MQTTSection) Complete(table, dir string) error {
 			m.ClientCommandBurst = DefaultClientCommandBurst
 		}
 		if m.ClientCommandEvery == 0 {
-			m.ClientCommandEvery = device.Duration(DefaultClientCommandEvery)
+			m.ClientCommandEvery = Duration(DefaultClientCommandEvery)
 		}
-		errs = append(errs, connectionCaps("mqtt", &m.MaxConnections, &m.MaxConnectionsPerClient,
+		errs = append(errs, ConnectionCaps("mqtt", &m.MaxConnections, &m.MaxConnectionsPerClient,
 			DefaultMQTTMaxConnections, DefaultMQTTMaxConnectionsPerClient))
 	} else {
 		if m.Listen != "" || m.WSListen != "" || len(m.WSOrigins) > 0 {
@@ -440,7 +440,7 @@ func (m *MQTTSection) Complete(table, dir string) error {
 		errs = append(errs, errors.New("mqtt.command_window must not be negative"))
 	}
 	if m.CommandWindow == 0 {
-		m.CommandWindow = device.Duration(signedcmd.DefaultWindow)
+		m.CommandWindow = Duration(signedcmd.DefaultWindow)
 	}
 	if m.Queue < 0 {
 		errs = append(errs, errors.New("mqtt.queue must not be negative"))
@@ -543,3 +543,7 @@ func (a *AuditSection) Segments() (*audit.SegmentPolicy, error) {
 	}
 	return p, nil
 }
+
+// File is the config file the config was read from (Load), which the
+// self-check hashes; "" for a config made in code.
+func (c Config) File() string { return c.file }

@@ -1,4 +1,4 @@
-package controller
+package config
 
 import (
 	"crypto/ed25519"
@@ -27,7 +27,7 @@ func TestConfigKeysDocumented(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_.]+)` \\|").FindAllStringSubmatch(string(doc), -1) {
 		documented = append(documented, m[1])
 	}
-	keys := ConfigKeys()
+	keys := Keys()
 	for _, k := range keys {
 		if !slices.Contains(documented, k) {
 			t.Errorf("docs/configuration.md lacks %s", k)
@@ -107,7 +107,7 @@ func TestCheckConfig(t *testing.T) {
 			[]string{"warning: http.listen: 0.0.0.0:8080 is reachable off this box without TLS"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fs, ok := CheckConfig(write(tt.name+".json", tt.doc))
+			fs, ok := Check(write(tt.name+".json", tt.doc))
 			var lines []string
 			for _, f := range fs {
 				lines = append(lines, f.String())
@@ -129,7 +129,7 @@ func TestCheckConfig(t *testing.T) {
 func TestLoadConfigSays(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.json")
 	os.WriteFile(p, []byte("{\"table_id\": \"T1\", \"profile\": \"vip\",\n \"table\": {\"result_time\": \"soon\"}, \"audit\": {\"path\": \"t.db\"}}"), 0o600)
-	_, _, err := LoadConfig(p)
+	_, _, err := Load(p)
 	if err == nil || !strings.Contains(err.Error(), `2:12: error: table.result_time: duration "soon"`) {
 		t.Fatalf("%v", err)
 	}
@@ -216,7 +216,7 @@ func TestCheckConfigSelfCheck(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			fs, ok := CheckConfig(cfg)
+			fs, ok := Check(cfg)
 			var lines []string
 			for _, f := range fs {
 				lines = append(lines, f.String())

@@ -1,4 +1,4 @@
-package controller
+package config
 
 import (
 	"bytes"
@@ -62,7 +62,7 @@ func (e *ConfigError) Error() string {
 	return strings.Join(s, "; ")
 }
 
-// CheckConfig is `tablectl config check`: everything the controller would
+// Check is `tablectl config check`: everything the controller would
 // refuse at start (JSON syntax, unknown keys, values of the wrong type or
 // form, missing or unreadable files the config names, a trail folder it
 // cannot write), the self-check it would run at start (the running
@@ -73,7 +73,7 @@ func (e *ConfigError) Error() string {
 // loopback without TLS; no manifest with self_check.require off: an
 // unsigned development build). ok is true when the controller would start
 // and deal.
-func CheckConfig(path string) (findings []Finding, ok bool) {
+func Check(path string) (findings []Finding, ok bool) {
 	data, err := smallfile.Read(path, MaxConfig)
 	if err != nil {
 		return []Finding{{Message: err.Error()}}, false
@@ -82,7 +82,7 @@ func CheckConfig(path string) (findings []Finding, ok bool) {
 	if len(findings) > 0 {
 		return findings, false
 	}
-	c, _, err := ParseConfig(data, filepath.Dir(path))
+	c, _, err := Parse(data, filepath.Dir(path))
 	idx := keyOffsets(data)
 	if err != nil {
 		for _, e := range flatten(err) {
@@ -191,7 +191,7 @@ func checkFiles(c Config) []Finding {
 	if (c.HTTP.CertFile == "") != (c.HTTP.KeyFile == "") {
 		fail("http.cert_file", errors.New("http.cert_file and http.key_file go together"))
 	} else if c.HTTP.CertFile != "" {
-		if _, err := loadHTTPCert(c.HTTP); err != nil {
+		if _, err := LoadHTTPCert(c.HTTP); err != nil {
 			fail("http.cert_file", err)
 		}
 	}
@@ -256,7 +256,7 @@ func didYouMean(path string) string {
 	if name == "" {
 		return ""
 	}
-	for _, k := range ConfigKeys() {
+	for _, k := range Keys() {
 		kp, kn := "", k
 		if i := strings.LastIndexByte(k, '.'); i >= 0 {
 			kp, kn = k[:i], k[i+1:]
@@ -300,8 +300,8 @@ func editDistance(a, b string) int {
 // config at path, this program being the executable (config check runs
 // the installed tablectl, the service's binary).
 func checkSelf(s SelfCheckSection, path string) []Finding {
-	if err := s.complete(""); err != nil {
-		return nil // ParseConfig has said so
+	if err := s.Complete(""); err != nil {
+		return nil // Parse has said so
 	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
@@ -559,8 +559,8 @@ func keyOffsets(data []byte) map[string]int64 {
 	return idx
 }
 
-// loadHTTPCert reads the HTTP listener's certificate and key.
-func loadHTTPCert(h HTTPSection) (tls.Certificate, error) {
+// LoadHTTPCert reads the HTTP listener's certificate and key.
+func LoadHTTPCert(h HTTPSection) (tls.Certificate, error) {
 	cert, err := tls.LoadX509KeyPair(h.CertFile, h.KeyFile)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("http.cert_file, http.key_file: %w", err)
@@ -568,9 +568,9 @@ func loadHTTPCert(h HTTPSection) (tls.Certificate, error) {
 	return cert, nil
 }
 
-// ConfigKeys are every key path of the config file, as documented in
+// Keys are every key path of the config file, as documented in
 // docs/configuration.md (a test holds them together).
-func ConfigKeys() []string { return configKeys(reflect.TypeOf(Config{}), "") }
+func Keys() []string { return configKeys(reflect.TypeOf(Config{}), "") }
 
 func configKeys(t reflect.Type, prefix string) []string {
 	var out []string
