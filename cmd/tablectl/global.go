@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,10 +9,6 @@ import (
 	"github.com/tablectl/tablectl/internal/buildinfo"
 	"github.com/tablectl/tablectl/internal/oplog"
 )
-
-func init() {
-	register(command{name: "version", short: "print the build: version, VCS revision, Go, platform", run: runVersion})
-}
 
 // logOptions are the global --log-level and --log-format; set says
 // whether either was given (the demo keeps to warnings otherwise).
@@ -63,23 +58,4 @@ func globalFlags(args []string, stdout, stderr io.Writer) (rest []string, o logO
 	}
 	fs.Visit(func(f *flag.Flag) { o.set = o.set || f.Name == "log-level" || f.Name == "log-format" })
 	return fs.Args(), o, 0, false
-}
-
-func runVersion(args []string, stdout io.Writer) error {
-	fs := newFlagSet("version")
-	asJSON := fs.Bool("json", false, "print the build as JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	i := buildinfo.Get()
-	if *asJSON {
-		b, err := json.Marshal(i)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return nil
-	}
-	fmt.Fprintln(stdout, i)
-	return nil
 }

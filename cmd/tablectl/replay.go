@@ -15,7 +15,6 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/base/mqttconn"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/display/viewer"
 	"github.com/tablectl/tablectl/internal/smallfile"
@@ -23,7 +22,6 @@ import (
 
 func init() {
 	register(command{name: "replay", short: "run an audit trail back through the rules, coup by coup, and flag differences", run: runReplay})
-	register(command{name: "recall", short: "last-game recall: the last 10 coups of a trail with every card", run: runRecall})
 }
 
 // errDiffers makes replay exit non-zero when the trail differs from the rules.
@@ -206,49 +204,4 @@ func serveViewer(ctx context.Context, db string, opt viewer.ServeOptions, stdout
 // openTrail opens the trail named by --db for reading.
 func openTrail(ctx context.Context, db string) (*audit.Reader, error) {
 	return audit.OpenReader(ctx, db)
-}
-
-func runRecall(args []string, stdout io.Writer) error {
-	fs := newFlagSet("recall")
-	db := fs.String("db", "", "the audit trail: a SQLite `file`, a directory of segments, or segment files in order, comma-separated")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *db == "" {
-		return usageError(fs, "--db is required")
-	}
-	ctx := context.Background()
-	r, err := openTrail(ctx, *db)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	rp, err := audit.Replay(r.Events(ctx, audit.Query{}), audit.DefaultReplayConfig(), audit.ReplayVisitor{})
-	if err != nil {
-		return err
-	}
-	recall := display.RecallOf(rp.Table().Recall())
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(recall)
-	}
-	for _, c := range recall {
-		fmt.Fprintf(stdout, "shoe %d coup %d  cards %s", c.Shoe, c.Coup, strings.Join(c.Cards, " "))
-		if c.Winner != "" {
-			fmt.Fprintf(stdout, "  P %s B %s  %s %s", coup.FormatCards(c.Player), coup.FormatCards(c.Banker), c.Winner, c.Points)
-		}
-		if c.Voided {
-			fmt.Fprint(stdout, "  VOIDED")
-		}
-		if len(c.Manual) > 0 {
-			fmt.Fprintf(stdout, "  manual: %s", strings.Join(c.Manual, " "))
-		}
-		fmt.Fprintln(stdout)
-	}
-	if n := len(rp.Differences()); n > 0 {
-		return fmt.Errorf("%w: %d rows (run tablectl replay)", errDiffers, n)
-	}
-	return nil
 }
