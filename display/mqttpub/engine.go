@@ -407,7 +407,7 @@ func (e *engine) active(t *coup.Table) ActiveAlerts {
 	if e.auditRaised {
 		a.Alerts = append(a.Alerts, e.auditAlertPayload(AlertRaised))
 	}
-	return a
+	return summarise(a)
 }
 
 func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {

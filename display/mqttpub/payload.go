@@ -123,9 +123,13 @@ type Alert struct {
 	Code    string `json:"code,omitempty"`
 }
 
-// ActiveAlerts is the pit/alerts/active payload.
+// ActiveAlerts is the pit/alerts/active payload. Past MaxActiveAlerts it
+// lists the newest; Omitted says how many more are active and ByKind
+// counts every active alert by kind (both absent when all are listed).
 type ActiveAlerts struct {
-	Alerts []Alert `json:"alerts"`
+	Alerts  []Alert        `json:"alerts"`
+	Omitted int            `json:"omitted,omitempty"`
+	ByKind  map[string]int `json:"by_kind,omitempty"`
 }
 
 // PitShoe is the pit/shoe payload: the remaining shoe and the exact odds of

@@ -74,6 +74,7 @@ type Publisher struct {
 	fail   *failure
 
 	acked   atomic.Int64 // every row up to here is acknowledged by the broker
+	over    oversized    // messages not published for their size
 	started atomic.Bool  // Run has set acked
 
 	// Run's own state.
@@ -611,6 +612,9 @@ func (p *Publisher) resync(ctx context.Context, changed <-chan struct{}, rec aud
 }
 
 func (p *Publisher) send(m Message) mqttconn.Token {
+	if !p.bounded(m) {
+		return doneToken{}
+	}
 	return p.opt.Client.Publish(m.Topic, m.QoS, m.Retained, m.Payload)
 }
 
