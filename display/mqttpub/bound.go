@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/tablectl/tablectl/base/mqttconn"
@@ -17,6 +18,12 @@ import (
 // a few hundred bytes; only lists could grow past this, and the one that
 // can (pit/alerts/active) is summarised first.
 const MaxPayload = 64 << 10
+
+// MaxEventPayload bounds a row's pit/events message instead: a row is never
+// summarised (the witness recomputes its hash), and a snapshot row (the
+// table's whole state, every 20,000 rows) can pass MaxPayload. It is still
+// under the floor's 1 MiB, with room for the bridge's framing.
+const MaxEventPayload = 960 << 10
 
 // MaxActiveAlerts is how many alerts pit/alerts/active lists; past it the
 // newest are listed and the rest are counted by kind.
@@ -37,20 +44,28 @@ func (p *Publisher) Oversized() int64 { return p.over.n.Load() }
 // and logged, and a small alert on pit/alerts says which topic lost what
 // (the alert itself is always far under the bound).
 func (p *Publisher) bounded(m Message) bool {
-	if len(m.Payload) <= MaxPayload {
+	if len(m.Payload) <= boundOf(m.Topic) {
 		return true
 	}
 	n := p.over.n.Add(1)
-	p.log.Error("mqtt: message over the size bound, not published", "topic", m.Topic, "bytes", len(m.Payload), "bound", MaxPayload, "dropped", n)
+	p.log.Error("mqtt: message over the size bound, not published", "topic", m.Topic, "bytes", len(m.Payload), "bound", boundOf(m.Topic), "dropped", n)
 	if a, ok := p.eng.msg(TopicPitAlerts, 1, false, oversizedAlert(m, n)); ok {
 		p.opt.Client.Publish(a.Topic, a.QoS, a.Retained, a.Payload)
 	}
 	return false
 }
 
+// boundOf is the size bound of a topic's messages.
+func boundOf(topic string) int {
+	if strings.HasSuffix(topic, "/"+TopicPitEvents) {
+		return MaxEventPayload
+	}
+	return MaxPayload
+}
+
 func oversizedAlert(m Message, n int64) Alert {
 	return Alert{State: AlertRaised, ID: fmt.Sprintf("oversized-%d", n), Source: SourceMQTT, Kind: "oversized_dropped",
-		Message: fmt.Sprintf("%s: %d bytes, over the bound of %d: not published (%d so far)", m.Topic, len(m.Payload), MaxPayload, n)}
+		Message: fmt.Sprintf("%s: %d bytes, over the bound of %d: not published (%d so far)", m.Topic, len(m.Payload), boundOf(m.Topic), n)}
 }
 
 // doneToken is the token of a message that was never sent: done at once,

@@ -176,24 +176,31 @@ func TestOversizedDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, size := range []int{10, MaxPayload, MaxPayload + 1, 1 << 20} {
-		tok := p.send(Message{Topic: "p/pit/status", QoS: 1, Payload: make([]byte, size)})
+	for i, m := range []Message{
+		{Topic: "p/pit/status", Payload: make([]byte, 10)},
+		{Topic: "p/pit/status", Payload: make([]byte, MaxPayload)},
+		{Topic: "p/pit/status", Payload: make([]byte, MaxPayload+1)},
+		{Topic: "p/pit/status", Payload: make([]byte, 1<<20)},
+		{Topic: "p/" + TopicPitEvents, Payload: make([]byte, MaxPayload+1)}, // a snapshot row passes
+		{Topic: "p/" + TopicPitEvents, Payload: make([]byte, MaxEventPayload+1)},
+	} {
+		tok := p.send(m)
 		<-tok.Done()
 		if tok.Error() != nil {
 			t.Fatalf("message %d: %v", i, tok.Error())
 		}
 	}
-	if p.Oversized() != 2 {
-		t.Fatalf("%d counted as oversized, want 2", p.Oversized())
+	if p.Oversized() != 3 {
+		t.Fatalf("%d counted as oversized, want 3", p.Oversized())
 	}
 	var sent, alerts int
 	for _, m := range client.msgs {
-		if len(m.Payload) > MaxPayload {
+		if len(m.Payload) > boundOf(m.Topic) {
 			t.Fatalf("%s: %d bytes went out", m.Topic, len(m.Payload))
 		}
 		if m.Topic == "p/"+TopicPitAlerts {
 			var a Alert
-			if err := json.Unmarshal(m.Payload, &a); err != nil || a.Source != SourceMQTT || !strings.Contains(a.Message, "p/pit/status") {
+			if err := json.Unmarshal(m.Payload, &a); err != nil || a.Source != SourceMQTT || !strings.Contains(a.Message, "p/pit/") {
 				t.Fatalf("alert %s: %v", m.Payload, err)
 			}
 			alerts++
@@ -201,7 +208,7 @@ func TestOversizedDropped(t *testing.T) {
 		}
 		sent++
 	}
-	if sent != 2 || alerts != 2 {
-		t.Fatalf("%d sent, %d alerts; want 2 and 2", sent, alerts)
+	if sent != 3 || alerts != 3 {
+		t.Fatalf("%d sent, %d alerts; want 3 and 3", sent, alerts)
 	}
 }

@@ -62,10 +62,10 @@ func Republish(ctx context.Context, opt RepublishOptions, rows iter.Seq2[audit.R
 	}
 	var inflight []mqttconn.Token
 	send := func(m Message) error {
-		if len(m.Payload) > MaxPayload {
+		if len(m.Payload) > boundOf(m.Topic) {
 			// The live publisher's bound: a message the floor would refuse
 			// is not sent (it would wedge the bridge).
-			eng.log.Error("republish: message over the size bound, not published", "topic", m.Topic, "bytes", len(m.Payload), "bound", MaxPayload)
+			eng.log.Error("republish: message over the size bound, not published", "topic", m.Topic, "bytes", len(m.Payload), "bound", boundOf(m.Topic))
 			return nil
 		}
 		inflight = append(inflight, opt.Client.Publish(m.Topic, m.QoS, m.Retained, m.Payload))
