@@ -751,7 +751,7 @@ func (w *Witness) Scan(ctx context.Context) error {
 				return err
 			}
 			alerts = append(alerts, a...)
-			w.resync(l.table, from)
+			w.resync(l.table, from, upTo-1)
 		case l.contig >= l.max:
 			// Gaps filled: resolve them.
 			a, err := w.resolve(ctx, l.table, AlertGap, now)
@@ -800,13 +800,14 @@ func (w *Witness) resolve(ctx context.Context, table, kind string, now time.Time
 }
 
 // resync asks table, over its signed command path, to send its rows again
-// from seq from.
-func (w *Witness) resync(table string, from int64) {
+// from seq from to seq to: the hole, not the rows after it, which the
+// witness holds.
+func (w *Witness) resync(table string, from, to int64) {
 	if w.cfg.Key == nil {
 		return
 	}
 	c := signedcmd.Command{Table: table, ID: signedcmd.NewID(), Action: signedcmd.ActionResync, Supervisor: w.cfg.KeyName,
-		IssuedAt: signedcmd.FormatTime(w.cfg.Clock.Now()), From: from, Reason: "floor witness " + w.cfg.Name + ": gap"}
+		IssuedAt: signedcmd.FormatTime(w.cfg.Clock.Now()), From: from, To: to, Reason: "floor witness " + w.cfg.Name + ": gap"}
 	if err := c.Sign(w.cfg.Key); err != nil {
 		w.log.Error("resync not signed", "table", table, "err", err)
 		return

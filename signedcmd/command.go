@@ -58,6 +58,9 @@ type Command struct {
 	Card string `json:"card,omitempty"`
 	// From is the first audit sequence number a resync sends again.
 	From int64 `json:"from,omitempty"`
+	// To is the last one, when the asker knows where its hole ends (a
+	// witness does); 0 sends up to the head.
+	To int64 `json:"to,omitempty"`
 	// Reason is the supervisor's words, kept in the trail.
 	Reason string `json:"reason,omitempty"`
 	// Dealer is the dealer a dealer-in signs in (a badge or staff id).
@@ -67,7 +70,7 @@ type Command struct {
 }
 
 // fields are the members a command object may have.
-var fields = []string{"table", "id", "action", "supervisor", "issued_at", "coup", "card", "from", "reason", "dealer", "sig"}
+var fields = []string{"table", "id", "action", "supervisor", "issued_at", "coup", "card", "from", "to", "reason", "dealer", "sig"}
 
 // SigningBytes are the exact bytes signed: SigningDomain followed by the
 // canonical JSON (see docs/audit.md, "Canonical JSON") of the command
@@ -237,6 +240,8 @@ func checkFields(c Command) error {
 		return fmt.Errorf("coup %d: want 0 or more", c.Coup)
 	case c.From < 0:
 		return fmt.Errorf("from %d: want 1 or more", c.From)
+	case c.To < 0:
+		return fmt.Errorf("to %d: want 1 or more", c.To)
 	}
 	return nil
 }
@@ -257,6 +262,9 @@ func checkAction(c Command) (*coup.Card, error) {
 		if c.From < 1 {
 			return nil, errors.New("resync needs from, the first sequence number to send")
 		}
+		if c.To != 0 && c.To < c.From {
+			return nil, fmt.Errorf("to %d before from %d", c.To, c.From)
+		}
 	case coup.ActionDealerIn:
 		if !coup.ValidStaffName(c.Dealer) {
 			return nil, fmt.Errorf("dealer %q: want 1 to 64 bytes of A-Z a-z 0-9 . _ @ -", clip(c.Dealer))
@@ -267,8 +275,8 @@ func checkAction(c Command) (*coup.Card, error) {
 		return nil, errors.New("dealer is only for the dealer-in action")
 	case c.Card != "" && c.Action != coup.ActionCard:
 		return nil, errors.New("card is only for the card action")
-	case c.From != 0 && c.Action != ActionResync:
-		return nil, errors.New("from is only for the resync action")
+	case (c.From != 0 || c.To != 0) && c.Action != ActionResync:
+		return nil, errors.New("from and to are only for the resync action")
 	}
 	return card, nil
 }

@@ -29,6 +29,7 @@ type AcceptedBody struct {
 	Action string `json:"action"`
 	By     string `json:"by"`
 	From   int64  `json:"from,omitempty"`
+	To     int64  `json:"to,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -209,7 +210,7 @@ func (h *Handler) HandleMessage(ctx context.Context, m Message) {
 	log.Info("command verified", "id", c.ID, "action", c.Action, "supervisor", c.Supervisor, "key_id", v.KeyID, "key", v.KeyLabel)
 	out := Outcome{Result: Accepted}
 	if c.Action == ActionResync {
-		_, err = h.Recorder.Record(ctx, audit.Event{Kind: KindAccepted, Body: AcceptedBody{ID: c.ID, Action: c.Action, By: c.Supervisor, From: c.From, Reason: c.Reason}})
+		_, err = h.Recorder.Record(ctx, audit.Event{Kind: KindAccepted, Body: AcceptedBody{ID: c.ID, Action: c.Action, By: c.Supervisor, From: c.From, To: c.To, Reason: c.Reason}})
 	} else {
 		var cm audit.Commit
 		cm, err = h.Recorder.Submit(ctx, v.Input())

@@ -165,6 +165,15 @@ func TestVerifyRefusals(t *testing.T) {
 			return wire(t, signed(t, c, "alice", "void", func(x *Command) { x.Card = "KH" }))
 		}, CodeMalformed, true},
 		{"resync without from", func(t *testing.T, c *fakeClock) []byte { return wire(t, signed(t, c, "alice", "resync", nil)) }, CodeMalformed, true},
+		{"resync to before from", func(t *testing.T, c *fakeClock) []byte {
+			return wire(t, signed(t, c, "alice", "resync", func(x *Command) { x.From, x.To = 10, 9 }))
+		}, CodeMalformed, true},
+		{"negative to", func(t *testing.T, c *fakeClock) []byte {
+			return wire(t, signed(t, c, "alice", "resync", func(x *Command) { x.From, x.To = 10, -1 }))
+		}, CodeMalformed, true},
+		{"to on a void", func(t *testing.T, c *fakeClock) []byte {
+			return wire(t, signed(t, c, "alice", "void", func(x *Command) { x.To = 5 }))
+		}, CodeMalformed, true},
 		{"negative coup", func(t *testing.T, c *fakeClock) []byte {
 			return wire(t, signed(t, c, "alice", "void", func(x *Command) { x.Coup = -1 }))
 		}, CodeMalformed, true},
@@ -251,6 +260,11 @@ func TestVerifyAccepts(t *testing.T) {
 		{"alice", "resync", func(c *Command) { c.From = 42 }, func(t *testing.T, got Verified) {
 			if got.Command.From != 42 {
 				t.Fatal("from lost")
+			}
+		}},
+		{"alice", "resync", func(c *Command) { c.From, c.To = 42, 52 }, func(t *testing.T, got Verified) {
+			if got.Command.From != 42 || got.Command.To != 52 {
+				t.Fatal("from or to lost")
 			}
 		}},
 		{"game-server", "bets-closed", func(c *Command) { c.Coup = 3 }, nil},

@@ -380,6 +380,26 @@ func TestResync(t *testing.T) {
 				t.Fatalf("reply %+v", rep)
 			}
 			sub.Wait(wait, "every row again", func(m []mqtttest.Msg) bool { return hasAll(seqs(t, r.topics, m), rep.To) })
+			// A hole named whole (a witness's: from, to) gets exactly its
+			// rows, not the rows after it.
+			sub2 := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: url, Topics: []string{r.topics.Topic(TopicPitEvents)}})
+			rs3 := r.sign("resync", func(c *signedcmd.Command) { c.From, c.To = 3, 5 })
+			if rep := sendCommand(t, url, r.topics, mustWire(t, rs3), rs3.ID); rep.Result != signedcmd.Accepted || rep.From != 3 || rep.To != 5 {
+				t.Fatalf("resync of a hole: %+v", rep)
+			}
+			old := func(m []mqtttest.Msg) map[int64]int { // the rows dealt before the resyncs, by seq
+				got := map[int64]int{}
+				for _, s := range seqs(t, r.topics, m) {
+					if s <= before {
+						got[s]++
+					}
+				}
+				return got
+			}
+			sub2.Wait(wait, "rows 3 to 5 again", func(m []mqtttest.Msg) bool { return old(m)[5] > 0 })
+			if got := old(sub2.Messages()); len(got) != 3 || got[3] != 1 || got[4] != 1 || got[5] != 1 {
+				t.Fatalf("resync of rows 3 to 5 sent %v", got)
+			}
 			// Asking for rows that do not exist yet is answered, not an error.
 			rs2 := r.sign("resync", func(c *signedcmd.Command) { c.From = 100000 })
 			if rep := sendCommand(t, url, r.topics, mustWire(t, rs2), rs2.ID); rep.Result != signedcmd.Accepted || rep.To != 0 || rep.Reason == "" {

@@ -587,6 +587,9 @@ func (p *Publisher) emitAfter(ctx context.Context, changed <-chan struct{}, rec 
 // by a lost connection is done again.
 func (p *Publisher) resync(ctx context.Context, changed <-chan struct{}, rec audit.Record, b signedcmd.AcceptedBody) (signedcmd.Reply, error) {
 	from, to := b.From, rec.Seq-1
+	if b.To > 0 && b.To < to {
+		to = b.To // the asker's hole ends there: exactly the rows it lacks
+	}
 	r := signedcmd.Reply{ID: b.ID, Action: b.Action, By: b.By, Result: signedcmd.Accepted, Seq: rec.Seq, At: rec.At, From: from}
 	switch {
 	case from > to:
