@@ -51,33 +51,34 @@ func TestShuffleSuspectTableAndFloor(t *testing.T) {
 	}
 	defer f.Close()
 	table := f.Tables[0]
+	floorSeen := func() *floor.Alert { // the witness's goroutine sets it
+		mu.Lock()
+		defer mu.Unlock()
+		return floorAlert
+	}
 	var tableAlert *coup.Alert
-	for tableAlert == nil || floorAlert == nil {
+	var fa *floor.Alert
+	for tableAlert == nil || fa == nil {
 		select {
 		case <-ctx.Done():
 			t.Fatalf("no shuffle_suspect: on the table %v, on the floor %v; the trail: %s; the controller's log:\n%s",
-				tableAlert, floorAlert, trailSummary(table.Trail), table.Log())
+				tableAlert, fa, trailSummary(table.Trail), table.Log())
 		case <-time.After(200 * time.Millisecond):
 		}
 		if tableAlert == nil {
 			tableAlert = suspectInTrail(t, table.Trail)
 		}
-		mu.Lock()
-		done := floorAlert != nil
-		mu.Unlock()
-		if done && tableAlert != nil {
-			break
-		}
+		fa = floorSeen()
 	}
 	table.StopDealing()
 	t.Logf("table: %s", tableAlert.Message)
-	t.Logf("floor: %s", floorAlert.Message)
+	t.Logf("floor: %s", fa.Message)
 	if tableAlert.Shoe != 2 || !strings.Contains(tableAlert.Message, "of the shoe before this one") {
 		t.Errorf("the table's alert: shoe %d, %q", tableAlert.Shoe, tableAlert.Message)
 	}
-	if floorAlert.Table != table.ID || floorAlert.Tamper || !strings.Contains(floorAlert.Message, "shoe 2 of "+table.ID) ||
-		!strings.Contains(floorAlert.Message, "this table's shoe 1") {
-		t.Errorf("the floor's alert: %+v", floorAlert)
+	if fa.Table != table.ID || fa.Tamper || !strings.Contains(fa.Message, "shoe 2 of "+table.ID) ||
+		!strings.Contains(fa.Message, "this table's shoe 1") {
+		t.Errorf("the floor's alert: %+v", fa)
 	}
 }
 
