@@ -48,8 +48,9 @@ type consoleEntry struct {
 // table's reply on the page and returns it.
 func consoleSend(t *testing.T, pg *browsertest.Page, action string, args map[string]string, want string) consoleEntry {
 	t.Helper()
-	var before int
-	pg.Eval(`window.pitConsole.log.length`, &before)
+	// The log keeps the newest 20 entries: a new one is told by its
+	// identity, not by the log's length.
+	pg.Eval(`window.pcBefore = window.pitConsole.log[0]; true`, nil)
 	js := fmt.Sprintf(`(() => { const sel = document.getElementById('pc-action'); sel.value = %q; sel.dispatchEvent(new Event('change'));
 		for (const k of ['coup', 'card', 'reason', 'dealer']) document.getElementById('pc-' + k).value = '';`, action)
 	for k, v := range args {
@@ -58,7 +59,7 @@ func consoleSend(t *testing.T, pg *browsertest.Page, action string, args map[str
 	js += `document.getElementById('pc-send').click();
 		const yes = document.getElementById('pc-confirm-yes'); if (yes && !document.getElementById('pc-confirm').hidden) yes.click(); return true; })()`
 	pg.Eval(js, nil)
-	cond := fmt.Sprintf(`window.pitConsole.log.length === %d && ['accepted', 'refused', 'no-reply', 'error'].includes(document.querySelector('#pc-log li').dataset.state)`, before+1)
+	cond := `window.pitConsole.log[0] !== window.pcBefore && ['accepted', 'refused', 'no-reply', 'error'].includes(document.querySelector('#pc-log li').dataset.state)`
 	pg.WaitFor("the table's reply to "+action+" on the console", cond, `document.getElementById('pc-log').innerText`)
 	var e consoleEntry
 	pg.Eval(`(() => { const li = document.querySelector('#pc-log li'); return {state: li.dataset.state, id: li.dataset.id || '', text: li.innerText}; })()`, &e)
