@@ -202,7 +202,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Cards: o.Cards, Floor: o.Floor, ThroughputCards: o.ThroughputCards, ThroughputRate: o.ThroughputRate, TrailRows: o.TrailRows, OddsShoes: o.OddsShoes,
 		Session: o.Session.String(), SessionWall: o.SessionWall.String(), Profile: o.Profile, Broker: o.Broker,
 	}}
-	if o.Broker == "" {
+	if o.Broker == "" && needsBroker(o.Only) {
 		b, err := startBenchBroker(dir)
 		if err != nil {
 			return nil, err
@@ -302,6 +302,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 var Parts = []string{"odds", "trail", "startup", "segment", "latency", "display", "throughput", "footprint"}
 
 // benchPartName is the --only name of a step.
+// brokerless are the parts that publish nothing: run alone, the bench
+// starts no broker for them (so `--only odds` runs where Mosquitto is not
+// installed).
+var brokerless = []string{"odds"}
+
+// needsBroker says whether the parts only names (all, when empty) need the
+// bench's broker.
+func needsBroker(only []string) bool {
+	for _, p := range only {
+		if !slices.Contains(brokerless, p) {
+			return true
+		}
+	}
+	return len(only) == 0
+}
+
 func benchPartName(step string) string {
 	if step == "card to display" {
 		return "latency"
