@@ -17,10 +17,10 @@ import (
 //	go build -ldflags "-X github.com/tablectl/tablectl/internal/buildinfo.version=1.2.0"
 var version string
 
-// revision and modified ("true") are the VCS revision stamped at link time
+// revision, modified ("true") and commitTime are the VCS revision stamped at link time
 // by a build the toolchain cannot stamp itself (a git worktree, whose .git
 // is a file the go command does not recognise).
-var revision, modified string
+var revision, modified, commitTime string
 
 // Info is one build's identity.
 type Info struct {
@@ -42,7 +42,7 @@ func Get() Info {
 	bi, ok := debug.ReadBuildInfo()
 	i := from(bi, ok, version)
 	if i.Revision == "" && revision != "" {
-		i.Revision, i.Modified = revision, modified == "true"
+		i.Revision, i.Modified, i.Time = revision, modified == "true", commitTime
 	}
 	return i
 }

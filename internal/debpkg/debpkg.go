@@ -381,11 +381,16 @@ func BuildBinary(ctx context.Context, root, cmdPath, arch, version, out string) 
 	const bi = "github.com/tablectl/tablectl/internal/buildinfo."
 	ldflags := "-s -w -X " + bi + "version=" + version
 	if rev, dirty, ok := gitRevision(root); ok {
-		// Stamped by hand too: the go command does not stamp a build
-		// from a git worktree.
+		// Stamped by hand, not by the go command: it does not stamp a
+		// build from a git worktree, and it counts untracked files as
+		// changes, so a file another program left in the tree (a demo's
+		// folder) would make the same commit build to other bytes.
 		ldflags += " -X " + bi + "revision=" + rev + " -X " + bi + "modified=" + fmt.Sprint(dirty)
+		if at := CommitTime(root); !at.IsZero() {
+			ldflags += " -X " + bi + "commitTime=" + at.UTC().Format(time.RFC3339)
+		}
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs="+buildVCS(root), "-buildmode=pie",
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-buildmode=pie",
 		"-ldflags", ldflags, "-o", out, cmdPath)
 	cmd.Dir = root
 	env := append(os.Environ(), "CGO_ENABLED=1", "GOOS=linux", "GOARCH="+arch,
@@ -398,7 +403,6 @@ func BuildBinary(ctx context.Context, root, cmdPath, arch, version, out string) 
 		}
 		env = append(env, "CC="+cc)
 	}
-	// GOFLAGS may say -buildvcs=false; the flag on the line wins.
 	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -406,16 +410,6 @@ func BuildBinary(ctx context.Context, root, cmdPath, arch, version, out string) 
 		return fmt.Errorf("go build for %s: %w\n%s", arch, err, stderr.String())
 	}
 	return nil
-}
-
-// buildVCS records the revision when the tree is a git checkout git can read.
-func buildVCS(root string) string {
-	cmd := exec.Command("git", "rev-parse", "HEAD")
-	cmd.Dir = root
-	if err := cmd.Run(); err != nil {
-		return "false"
-	}
-	return "true"
 }
 
 // gitRevision is the checkout's commit and whether its tree has changes.

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -343,6 +344,16 @@ func TestReproducibleLintianClean(t *testing.T) {
 	var sums [2]string
 	var debs [2]string
 	for i := range debs {
+		if i == 1 {
+			// A file another program left in the tree (a demo's folder, a
+			// test's output) between the builds changes nothing: the
+			// revision is the commit's, changes are tracked files'.
+			stray := filepath.Join(r, fmt.Sprintf(".repro-stray-%d", os.Getpid()))
+			if err := os.WriteFile(stray, []byte("not the source\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(stray) })
+		}
 		deb, err := Build(context.Background(), Options{Root: r, Arch: runtime.GOARCH, Version: "1.2.3", Out: t.TempDir(), ManifestKey: key, Made: made, Log: t.Logf})
 		if err != nil {
 			t.Fatal(err)
@@ -360,7 +371,7 @@ func TestReproducibleLintianClean(t *testing.T) {
 		if len(out) > 2000 {
 			out = out[:2000]
 		}
-		t.Errorf("two builds differ: %s and %s\n%s", sums[0], sums[1], out)
+		t.Errorf("two builds differ: %s and %s\n%s\nthe files that differ:\n%s", sums[0], sums[1], out, differingFiles(t, debs[0], debs[1]))
 	}
 	// --fail-on warning: an error or a warning not overridden fails it;
 	// info and pedantic tags are listed for the reader.
@@ -375,4 +386,39 @@ func TestReproducibleLintianClean(t *testing.T) {
 			t.Errorf("lintian: %s", l)
 		}
 	}
+}
+
+// differingFiles names the files whose md5sums differ between two
+// packages (dpkg-deb's view of them), for the reader of a failed build.
+func differingFiles(t *testing.T, a, b string) string {
+	sums := func(deb string) map[string]string {
+		out, err := exec.Command("dpkg-deb", "-I", deb, "md5sums").Output()
+		if err != nil {
+			t.Logf("dpkg-deb -I %s md5sums: %v", deb, err)
+		}
+		m := map[string]string{}
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) == 2 {
+				m[f[1]] = f[0]
+			}
+		}
+		return m
+	}
+	sa, sb := sums(a), sums(b)
+	var diff []string
+	for f, h := range sa {
+		if sb[f] != h {
+			diff = append(diff, f)
+		}
+	}
+	for f := range sb {
+		if _, ok := sa[f]; !ok {
+			diff = append(diff, f)
+		}
+	}
+	slices.Sort(diff)
+	if len(diff) == 0 {
+		return "(no file's md5sum differs: the difference is in the archives' own bytes)"
+	}
+	return strings.Join(diff, "\n")
 }

@@ -141,7 +141,8 @@ func (o Options) changelog() []byte {
 			what += " with uncommitted changes"
 		}
 	}
-	return fmt.Appendf(nil, "%s (%s) unstable; urgency=medium\n\n  * %s; the project's history\n    is its git log.\n\n -- %s  %s\n",
+	// Each line within 80 columns (lintian's debian-changelog-line-too-long).
+	return fmt.Appendf(nil, "%s (%s) unstable; urgency=medium\n\n  * %s.\n    The project's history is its git log.\n\n -- %s  %s\n",
 		o.Package.Name, o.Version, what, o.Maintainer, o.Made.Format("Mon, 02 Jan 2006 15:04:05 -0700"))
 }
 
