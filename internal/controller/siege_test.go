@@ -214,7 +214,7 @@ func startSiegeTable(t *testing.T) *siegeTable {
 			t.Logf("the controller's last lines:\n%s", logs.tail(60))
 		}
 	})
-	waitFor(t, "the controller's listeners", func() bool {
+	testenv.Eventually(t, guard, "the controller's listeners", func() bool {
 		for _, a := range []string{st.httpAddr, st.mqttAddr} {
 			c, err := net.DialTimeout("tcp", a, time.Second)
 			if err != nil {
@@ -507,7 +507,7 @@ func (s *siege) event(i int, evs uint32) {
 func readSiegeTrail(t *testing.T, trail string, last uint32) []audit.Record {
 	t.Helper()
 	var rows []audit.Record
-	waitFor(t, fmt.Sprintf("shoe sentence %d in the trail", last), func() bool {
+	testenv.Eventually(t, guard, fmt.Sprintf("shoe sentence %d in the trail", last), func() bool {
 		rows = rows[:0]
 		rd, err := audit.OpenTrail(context.Background(), trail)
 		if err != nil {
