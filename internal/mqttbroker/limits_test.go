@@ -207,15 +207,8 @@ func TestRetainedRefused(t *testing.T) {
 	pub.Disconnect(0)
 	// A later subscriber: what the broker keeps for t/cmd would come
 	// before the retained marker it subscribes to next.
-	mark := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID("writer").SetUsername("tablectl").SetPassword("s3cret"))
-	if tok := mark.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatalf("the writer's connect: %v", tok.Error())
-	}
-	if tok := mark.Publish("t/marker", 1, true, "marker"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatalf("the retained marker: %v", tok.Error())
-	}
-	mark.Disconnect(0)
-	for _, m := range retainedBefore(t, b.URL(), "pit", "pit-pw", "t/cmd", "t/marker") {
+	retainMarker(t, b.URL(), "t/marker")
+	for _, m := range retainedBefore(t, b.URL(), "pit", "pit-pw", "t/marker", "t/cmd") {
 		t.Errorf("a later subscriber got %q on %s (retained %v)", m.Payload, m.Topic, m.Retained)
 	}
 	select {
@@ -247,11 +240,26 @@ func TestRetainedWillOnNoRetainTopic(t *testing.T) {
 	}
 }
 
-// retainedBefore subscribes as user to topic, then to marker, which holds
-// a retained message, and returns what came on topic before the marker's:
-// the broker answers a subscription's retained messages in order, so that
-// is all the broker keeps for topic.
-func retainedBefore(t *testing.T, url, user, pass, topic, marker string) []mqtttest.Msg {
+// retainMarker publishes a retained marker on topic as the writer
+// (tablectl, s3cret), for retainedBefore.
+func retainMarker(t *testing.T, url, topic string) {
+	t.Helper()
+	c := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID("writer-marker").SetUsername("tablectl").SetPassword("s3cret"))
+	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("the writer's connect: %v", tok.Error())
+	}
+	defer c.Disconnect(0)
+	if tok := c.Publish(topic, 1, true, "marker"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("the retained marker: %v", tok.Error())
+	}
+}
+
+// retainedBefore subscribes as user to each filter in turn, then to
+// marker, which holds a retained message, and returns what came on the
+// filters before the marker's: the broker answers a subscription's
+// retained messages before it reads the next one, so that is all it
+// answers them with. A refused filter fails the test.
+func retainedBefore(t *testing.T, url, user, pass, marker string, filters ...string) []mqtttest.Msg {
 	t.Helper()
 	var mu sync.Mutex
 	var got []mqtttest.Msg
@@ -262,12 +270,18 @@ func retainedBefore(t *testing.T, url, user, pass, topic, marker string) []mqttt
 		t.Fatalf("connect as %s: %v", user, tok.Error())
 	}
 	defer c.Disconnect(0)
-	if tok := c.Subscribe(topic, 1, func(_ paho.Client, m paho.Message) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, mqtttest.Msg{Topic: m.Topic(), Payload: m.Payload(), Retained: m.Retained()})
-	}); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatalf("subscribe %s: %v", topic, tok.Error())
+	for _, f := range filters {
+		tok := c.Subscribe(f, 1, func(_ paho.Client, m paho.Message) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, mqtttest.Msg{Topic: m.Topic(), Payload: m.Payload(), Retained: m.Retained()})
+		})
+		if !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatalf("subscribe %s: %v", f, tok.Error())
+		}
+		if q := tok.(*paho.SubscribeToken).Result()[f]; q > 2 {
+			t.Fatalf("subscribe %s: refused (%#x)", f, q)
+		}
 	}
 	if tok := c.Subscribe(marker, 1, func(paho.Client, paho.Message) {
 		select {
