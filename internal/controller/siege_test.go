@@ -158,10 +158,9 @@ func startSiegeTable(t *testing.T) *siegeTable {
 		t.Fatal(err)
 	}
 	keyring, pitPassword := filepath.Join(dir, "supervisors.json"), filepath.Join(dir, "pit-broker.password")
-	for f, body := range map[string]string{keyring: `{"keys":[` + string(entry) + `]}`, pitPassword: "pit-secret\n"} {
-		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	_, authority := writeSignedKeyring(t, keyring, entry)
+	if err := os.WriteFile(pitPassword, []byte("pit-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	var ports [3]int
 	for i := range ports {
@@ -179,7 +178,7 @@ func startSiegeTable(t *testing.T) *siegeTable {
 			"backoff_min": "5ms", "backoff_max": "50ms"}},
 		"audit": map[string]any{"dir": st.trail, "segment_every_shoes": 1, "checkpoint_key": priv},
 		"http":  map[string]any{"listen": st.httpAddr, "pit_broker_user": "pit", "pit_broker_password_file": pitPassword},
-		"mqtt":  map[string]any{"listen": st.mqttAddr, "ws_listen": st.wsAddr, "keyring": keyring},
+		"mqtt":  map[string]any{"listen": st.mqttAddr, "ws_listen": st.wsAddr, "keyring": keyring, "keyring_authority": authority},
 	}
 	cfgFile := filepath.Join(dir, "controller.json")
 	b, _ := json.MarshalIndent(conf, "", "  ")
@@ -215,6 +214,11 @@ func startSiegeTable(t *testing.T) *siegeTable {
 		}
 	})
 	testenv.Eventually(t, guard, "the controller's listeners", func() bool {
+		select {
+		case <-st.exited:
+			t.Fatalf("the controller exited before it listened: %v", st.waitErr)
+		default:
+		}
 		for _, a := range []string{st.httpAddr, st.mqttAddr} {
 			c, err := net.DialTimeout("tcp", a, time.Second)
 			if err != nil {
