@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -103,14 +104,15 @@ func publishRetained(t *testing.T, mc *mqController, url, user, pass, action str
 }
 
 // noRetained waits until a new subscriber to cmd gets no retained message.
-// Each look subscribes to cmd, then to status, which the controller keeps
-// retained: the broker sends a subscription's retained messages in order,
-// so once status's has come, cmd's, had there been one, came before it.
+// Each look subscribes to cmd, then to the public tree, which the
+// controller keeps retained: the broker sends a subscription's retained
+// messages before it takes the next subscription, so once one of the
+// public tree's has come, cmd's, had there been one, came before it.
 func noRetained(t *testing.T, url, user, pass, prefix string) {
 	t.Helper()
 	topics := mqttpub.Topics{Prefix: prefix}
 	testenv.EventuallyErr(t, mqWait, "no retained command for a later subscriber", func() error {
-		got, status := make(chan []byte, 4), make(chan struct{}, 4)
+		got, marked := make(chan []byte, 4), make(chan struct{}, 1)
 		c := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID(user + "-later").SetUsername(user).SetPassword(pass).SetAutoReconnect(false))
 		if tok := c.Connect(); !tok.WaitTimeout(mqWait) || tok.Error() != nil {
 			t.Fatalf("connect as %s: %v", user, tok.Error())
@@ -121,7 +123,12 @@ func noRetained(t *testing.T, url, user, pass, prefix string) {
 			into  func([]byte)
 		}{
 			{topics.Topic(mqttpub.TopicCmd), func(b []byte) { got <- b }},
-			{topics.Topic(mqttpub.TopicStatus), func([]byte) { status <- struct{}{} }},
+			{topics.Prefix + "/public/#", func([]byte) {
+				select {
+				case marked <- struct{}{}:
+				default:
+				}
+			}},
 		} {
 			tok := c.Subscribe(sub.topic, 1, func(_ paho.Client, m paho.Message) {
 				if m.Retained() {
@@ -133,9 +140,9 @@ func noRetained(t *testing.T, url, user, pass, prefix string) {
 			}
 		}
 		select {
-		case <-status:
-		case <-time.After(mqWait):
-			t.Fatal("no retained status for a new subscriber")
+		case <-marked:
+		case <-time.After(5 * time.Second):
+			return errors.New("no retained message of the public tree yet")
 		}
 		select {
 		case kept := <-got:
