@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -284,11 +285,20 @@ func TestRecorderTimers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no timer set for the betting time: %v", err)
 	}
+	// A millisecond short: no timer fires, so nothing can wake the
+	// recorder's timers, and nothing was committed.
+	running := clk.Running()
 	clk.Advance(cfg.BettingTime - time.Millisecond)
+	if after := clk.Running(); !slices.Equal(after, running) {
+		t.Fatalf("timers running %v, then %v a millisecond before the betting time was up", running, after)
+	}
+	if when, err := clk.WaitArmed(wctx, cfg.BettingTime); err != nil || !when.Equal(due) {
+		t.Fatalf("the betting time's timer due at %v (%v), want %v", when, err, due)
+	}
 	select {
 	case c := <-committed:
 		t.Fatalf("committed %s before the betting time was up", c.Input.Kind)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	clk.Advance(time.Millisecond)
 	select {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tablectl/tablectl/base/clock"
@@ -235,59 +236,64 @@ func TestDeliverStops(t *testing.T) {
 // reaches it in one call, in order, and a read error queued behind data
 // ends the session only after the data is delivered.
 func TestLinkGathersQueuedChunks(t *testing.T) {
-	p := newFakePort()
-	r := newRecorder()
-	calls := make(chan string, 10)
-	release := make(chan struct{})
-	onData := func(b []byte) {
-		calls <- string(b)
-		<-release
-		r.onData(b)
-	}
-	l := newFakeLink(t, p, newFakeClock(), Options{OnData: onData, OnState: r.onState, QueueLen: 8})
-	defer close(release) // a consumer left waiting by a failure lets Run end
-	runLink(t, l, r)
-	r.expect(t, Connected)
-	next := func() string {
-		t.Helper()
-		select {
-		case c := <-calls:
-			return c
-		case <-time.After(guard):
-			t.Fatal("no OnData call")
-			return ""
+	// In a bubble, so the test can wait until every goroutine of the Link
+	// is blocked, not guess how long queueing takes.
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakePort()
+		r := newRecorder()
+		calls := make(chan string, 10)
+		release := make(chan struct{})
+		onData := func(b []byte) {
+			calls <- string(b)
+			<-release
+			r.onData(b)
 		}
-	}
-	// feed returns once the reader took the read; the reader queues it at
-	// once. A short pause lets the last one reach the queue.
-	settle := func() { time.Sleep(20 * time.Millisecond) }
+		l := newFakeLink(t, p, newFakeClock(), Options{OnData: onData, OnState: r.onState, QueueLen: 8})
+		defer close(release) // a consumer left waiting by a failure lets Run end
+		runLink(t, l, r)
+		r.expect(t, Connected)
+		next := func() string {
+			t.Helper()
+			select {
+			case c := <-calls:
+				return c
+			case <-time.After(guard):
+				t.Fatal("no OnData call")
+				return ""
+			}
+		}
+		// feed returns once the reader took the read; settle waits until the
+		// reader is blocked again, in its next Read or gone after an error,
+		// so what it read is queued.
+		settle := synctest.Wait
 
-	p.feed(t, "a", nil)
-	if got := next(); got != "a" {
-		t.Fatalf("first call %q, want a", got)
-	}
-	// The consumer is busy with "a": three reads queue.
-	for _, s := range []string{"b", "cd", "e"} {
-		p.feed(t, s, nil)
-	}
-	settle()
-	release <- struct{}{}
-	if got := next(); got != "bcde" {
-		t.Fatalf("second call %q, want bcde in one call", got)
-	}
-	// Busy with "bcde": data, then data with a hang-up.
-	p.feed(t, "f", nil)
-	p.feed(t, "g", syscall.EIO)
-	settle()
-	release <- struct{}{}
-	if got := next(); got != "fg" {
-		t.Fatalf("third call %q, want fg", got)
-	}
-	release <- struct{}{}
-	if st := r.expect(t, Disconnected); !errors.Is(st.Err, ErrHangup) {
-		t.Fatalf("disconnected because %v, want a hang-up", st.Err)
-	}
-	if got := string(r.waitData(t, 7)); got != "abcdefg" {
-		t.Fatalf("received %q, want abcdefg", got)
-	}
+		p.feed(t, "a", nil)
+		if got := next(); got != "a" {
+			t.Fatalf("first call %q, want a", got)
+		}
+		// The consumer is busy with "a": three reads queue.
+		for _, s := range []string{"b", "cd", "e"} {
+			p.feed(t, s, nil)
+		}
+		settle()
+		release <- struct{}{}
+		if got := next(); got != "bcde" {
+			t.Fatalf("second call %q, want bcde in one call", got)
+		}
+		// Busy with "bcde": data, then data with a hang-up.
+		p.feed(t, "f", nil)
+		p.feed(t, "g", syscall.EIO)
+		settle()
+		release <- struct{}{}
+		if got := next(); got != "fg" {
+			t.Fatalf("third call %q, want fg", got)
+		}
+		release <- struct{}{}
+		if st := r.expect(t, Disconnected); !errors.Is(st.Err, ErrHangup) {
+			t.Fatalf("disconnected because %v, want a hang-up", st.Err)
+		}
+		if got := string(r.waitData(t, 7)); got != "abcdefg" {
+			t.Fatalf("received %q, want abcdefg", got)
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/internal/testenv"
 
 	"github.com/creack/pty"
 )
@@ -338,20 +339,18 @@ func TestLinkNoLeaks(t *testing.T) {
 		s.master.Close()
 	}
 
-	deadline := time.Now().Add(guard)
-	for {
-		g, fds := runtime.NumGoroutine(), countFDs(t)
-		if g <= baseG && fds <= baseFD {
-			break
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("after stop: %d goroutines (was %d), %d fds (was %d)\n%s",
-				g, baseG, fds, baseFD, buf[:runtime.Stack(buf, true)])
-		}
-		// A goroutine that has signalled it is done still needs a moment
-		// to exit; yield until it has.
-		time.Sleep(time.Millisecond)
+	// A goroutine that has signalled it is done still needs a moment to
+	// exit: wait until it has.
+	var g, fds int
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	if err := testenv.WaitFor(ctx, "the goroutines and descriptors of before", func() bool {
+		g, fds = runtime.NumGoroutine(), countFDs(t)
+		return g <= baseG && fds <= baseFD
+	}); err != nil {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("after stop: %v: %d goroutines (was %d), %d fds (was %d)\n%s",
+			err, g, baseG, fds, baseFD, buf[:runtime.Stack(buf, true)])
 	}
 }
 

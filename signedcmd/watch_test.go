@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/base/clock"
+	"github.com/tablectl/tablectl/internal/testenv"
 )
 
 // TestWatchKeyring: a keyring the officer signed reaches the running
@@ -69,30 +70,42 @@ func TestWatchKeyring(t *testing.T) {
 		},
 	}
 	w.Check() // as the controller does once it has loaded the keyring
+	// The watch looks only when the test moves its clock, and every change
+	// is stamped with a modification time of its own: a file replaced
+	// within one tick of the filesystem's clock, same size, on a reused
+	// inode, is still seen, and never seen twice.
+	const every = 10 * time.Millisecond
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		WatchKeyring(ctx, w, 10*time.Millisecond, clock.Real)
+		WatchKeyring(ctx, w, every, clk)
 	}()
 	defer func() { cancel(); <-done }()
+	if _, err := clk.WaitArmed(ctx, every); err != nil { // its first look is taken
+		t.Fatal(err)
+	}
+	stamp := time.Unix(1_600_000_000, 0)
+	changed := func() {
+		t.Helper()
+		stamp = stamp.Add(time.Second)
+		if err := os.Chtimes(path, stamp, stamp); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(every)
+	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not in 10s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testenv.Eventually(t, 10*time.Second, what, cond)
 	}
 	refusals := func() int { mu.Lock(); defer mu.Unlock(); return len(refused) }
 	lastRefusal := func() error { mu.Lock(); defer mu.Unlock(); return refused[len(refused)-1] }
 	expectRefused := func(what string, do func(), want error, text string) {
 		t.Helper()
 		n, keys := refusals(), kr.Len()
-		time.Sleep(20 * time.Millisecond) // a new modification time
 		do()
+		changed()
 		waitFor(what+" refused", func() bool { return refusals() > n })
 		if err := lastRefusal(); (want != nil && !errors.Is(err, want)) || !strings.Contains(err.Error(), text) {
 			t.Errorf("%s: refused with %v, want %v (%q)", what, err, want, text)
@@ -114,8 +127,8 @@ func TestWatchKeyring(t *testing.T) {
 	// Signed by a key that is not the authority.
 	expectRefused("bob signed by a stranger", func() { sign(stranger) }, ErrKeyringAuthority, "the authorities here")
 	// The officer signs it: bob is in.
-	time.Sleep(20 * time.Millisecond)
 	sign(officer)
+	changed()
 	waitFor("bob's key", func() bool { return len(kr.Lookup("bob")) == 1 })
 	if kr.Len() != 2 || screen.Check(bob, len(bob)) != "" || len(kr.Lookup("ann")) != 1 {
 		t.Errorf("after the reload: %d keys, screen %q", kr.Len(), screen.Check(bob, len(bob)))
@@ -151,8 +164,8 @@ func TestWatchKeyring(t *testing.T) {
 	mu.Lock()
 	veto = false
 	mu.Unlock()
-	time.Sleep(20 * time.Millisecond)
 	os.Rename(taken9, path)
+	changed()
 	waitFor("bob's removal", func() bool { return kr.Len() == 0 })
 	if screen.Check(bob, len(bob)) != CodeUnknownKey {
 		t.Error("bob still passes the screen")

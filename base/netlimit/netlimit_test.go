@@ -4,9 +4,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tablectl/tablectl/internal/testenv"
 )
 
 // dial connects to ln from the loopback address from (127.0.0.x), so one
@@ -176,6 +179,18 @@ func (f *failing) Accept() (net.Conn, error) {
 func (f *failing) Close() error   { return nil }
 func (f *failing) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 
+// full is a listener out of descriptors until it is closed.
+type full struct{ closed atomic.Bool }
+
+func (f *full) Accept() (net.Conn, error) {
+	if f.closed.Load() {
+		return nil, net.ErrClosed
+	}
+	return nil, opErr(syscall.EMFILE)
+}
+func (f *full) Close() error   { f.closed.Store(true); return nil }
+func (f *full) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
 func opErr(errno syscall.Errno) error {
 	return &net.OpError{Op: "accept", Net: "tcp", Err: &net.OpError{Err: errno}}
 }
@@ -214,10 +229,10 @@ func TestAcceptErrorsAreWaitedOut(t *testing.T) {
 
 // Close ends Accept even while it waits out an error.
 func TestCloseEndsAccept(t *testing.T) {
-	l := listen(t, Limits{})
+	l := Wrap(&full{}, "test", Limits{}, nil)
 	done := make(chan error, 1)
 	go func() { _, err := l.Accept(); done <- err }()
-	time.Sleep(10 * time.Millisecond)
+	testenv.Eventually(t, 5*time.Second, "Accept waiting out an error", func() bool { return l.Stats().AcceptErrors > 0 })
 	l.Close()
 	select {
 	case err := <-done:

@@ -124,10 +124,15 @@ func TestSubscriberProcess(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no row from the subscriber process in 10s")
 	}
+	// A second message, had one come, comes before the next row sent.
+	mqtttest.Publish(t, url, "", "", prefix+"/pit/events", 1, []byte(`{"seq":10,"kind":"in.card","body":{"shoe_seq":32,"card":"QH"}}`))
 	select {
 	case g := <-ch:
-		t.Errorf("a second message: %+v", g)
-	case <-time.After(200 * time.Millisecond):
+		if g.f.Seq != 10 {
+			t.Errorf("a second message: %+v", g)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no second row from the subscriber process in 10s")
 	}
 }
 

@@ -91,17 +91,12 @@ func TestPage(t *testing.T) {
 
 	// The page's console error and uncaught exception reach the test.
 	p.WaitFor("the page's problems to arrive", `true`, "")
-	deadline := time.Now().Add(DefaultTimeout)
-	for {
-		probs := strings.Join(p.Problems(), "\n")
-		if strings.Contains(probs, "shown to the test") && strings.Contains(probs, "boom in a timer") {
-			break
+	testenv.EventuallyErr(t, DefaultTimeout, "the page's console error and uncaught exception", func() error {
+		if probs := strings.Join(p.Problems(), "\n"); !strings.Contains(probs, "shown to the test") || !strings.Contains(probs, "boom in a timer") {
+			return fmt.Errorf("problems reported: %q; console: %q", probs, p.Console())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("problems reported: %q; console: %q", probs, p.Console())
-		}
-		time.Sleep(PollInterval)
-	}
+		return nil
+	})
 	if !strings.Contains(strings.Join(p.Console(), "\n"), "shown to the test") {
 		t.Errorf("console %q lacks the console error", p.Console())
 	}

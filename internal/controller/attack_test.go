@@ -232,7 +232,15 @@ func TestBrokerAttacks(t *testing.T) {
 		}
 	}()
 	pit.Wait(mqWait, "three more coups dealt face down", func(ms []mqtttest.Msg) bool { return faceDownSeen(ms) >= before+3 })
-	time.Sleep(time.Second) // what got through, had anything, has arrived
+	// What got through, had anything, went out before the next public
+	// message: wait until the controls, the public subscriber and the
+	// allowed page, have read one.
+	var friendBefore pageScore
+	friendPage.Eval(`window.attack`, &friendBefore)
+	seen := len(public.Messages())
+	public.Wait(mqWait, "a public message after the three coups", func(ms []mqtttest.Msg) bool { return len(ms) > seen })
+	friendPage.WaitFor("the allowed page to read a public message after the three coups", fmt.Sprintf(`attack.pub > %d`, friendBefore.Pub),
+		`JSON.stringify(window.attack)`)
 
 	var evilScore, friendScore pageScore
 	evilPage.Eval(`window.attack`, &evilScore)

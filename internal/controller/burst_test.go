@@ -21,6 +21,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/internal/config"
+	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
@@ -218,7 +219,7 @@ func TestBurstWholeShoeLateStart(t *testing.T) {
 	r := newBurstRig(t, shoesim.Options{Seed: 3108, Shoes: 2})
 	r.deal()
 	// The shoe deals into the line's buffer until it is full, then waits.
-	waitFor(t, "the shoe to fill the line's buffer", func() bool { return len(r.sim.Record().Sent) > 40 })
+	testenv.Eventually(t, guard, "the shoe to fill the line's buffer", func() bool { return len(r.sim.Record().Sent) > 40 })
 	r.start()
 	<-r.simDone
 	last := r.lastInput()
@@ -237,7 +238,7 @@ func TestBurstAfterRestart(t *testing.T) {
 	r.line.holdAt = 4 // the fourth NOMOREBETS waits
 	r.start()
 	r.deal()
-	waitFor(t, "the shoe to reach coup 4", r.line.held)
+	testenv.Eventually(t, guard, "the shoe to reach coup 4", r.line.held)
 	// Everything before it recorded (the shoe records the held one as sent
 	// before it writes it), the controller stops; the shoe deals on.
 	r.awaitRecorded(r.lastInput().Seq - 1)
@@ -250,18 +251,6 @@ func TestBurstAfterRestart(t *testing.T) {
 	r.plan.Shoes = r.plan.Shoes[:1]
 	r.plan.Shoes[0].Coups = r.plan.Shoes[0].Coups[:12]
 	r.check()
-}
-
-// waitFor polls cond until it holds, for at most guard.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // heldLine is the shoe's line, holding the holdAt-th NOMOREBETS (0: none)

@@ -19,6 +19,7 @@ import (
 	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/selfcheck"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 	"github.com/tablectl/tablectl/signedcmd"
 )
@@ -31,17 +32,12 @@ func TestDealerSignInOverMQTT(t *testing.T) {
 	mc := startMQController(t, &config.MQTTSection{Listen: "127.0.0.1:0", WSListen: "127.0.0.1:0"}, 2)
 	// The simulated dealer deals both coups at once: wait for them, so the
 	// sign-in falls between coups.
-	deadline := time.Now().Add(mqWait)
-	for {
-		_, pit := mc.ctl.rec.View()
-		if pit.Coup > 2 || (pit.Coup == 2 && pit.Phase == coup.PhaseResult) {
-			break
+	testenv.EventuallyErr(t, mqWait, "the shoe's two coups dealt", func() error {
+		if _, pit := mc.ctl.rec.View(); pit.Coup < 2 || (pit.Coup == 2 && pit.Phase != coup.PhaseResult) {
+			return fmt.Errorf("coup %d, %s", pit.Coup, pit.Phase)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the shoe's two coups were not dealt: %+v", pit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	rep, err := mc.supervise(t, mc.key, supervisor.Request{Action: coup.ActionDealerIn, Dealer: "d-1042"})
 	if err != nil || rep.Result != signedcmd.Accepted {
 		t.Fatalf("dealer-in: %+v %v", rep, err)
@@ -74,10 +70,12 @@ func TestDealerSignInOverMQTT(t *testing.T) {
 	if ins != 1 || outs != 1 {
 		t.Fatalf("trail holds %d sign-ins and %d sign-outs", ins, outs)
 	}
+	// The history is read in the background.
 	rp, err := mc.ctl.dealers.Load().report()
-	for deadline := time.Now().Add(mqWait); errors.Is(err, display.ErrNotReady) && time.Now().Before(deadline); rp, err = mc.ctl.dealers.Load().report() {
-		time.Sleep(10 * time.Millisecond) // the history is read in the background
-	}
+	testenv.Eventually(t, mqWait, "the dealer figures' history read", func() bool {
+		rp, err = mc.ctl.dealers.Load().report()
+		return !errors.Is(err, display.ErrNotReady)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,11 +162,7 @@ func TestSelfCheckPeriodic(t *testing.T) {
 	}
 	// /health takes the result once Submit returns, just after the commit
 	// the test saw.
-	for deadline := time.Now().Add(mqWait); ctl.checker.state() != coup.SelfCheckFailed; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("health says %s", ctl.checker.state())
-		}
-	}
+	testenv.Eventually(t, mqWait, "/health to say the self-check failed", func() bool { return ctl.checker.state() == coup.SelfCheckFailed })
 	os.WriteFile(cfgFile, []byte(doc), 0o644)
 	tick()
 	check(next, coup.SelfCheckOK)
@@ -218,13 +212,10 @@ func TestDealerFiguresReadBehindTheCards(t *testing.T) {
 		}
 	}
 	// The controller's own figures, read in the background at its start.
-	deadline := time.Now().Add(mqWait)
-	for _, err := r.ctl.dealers.Load().report(); errors.Is(err, display.ErrNotReady); _, err = r.ctl.dealers.Load().report() {
-		if time.Now().After(deadline) {
-			t.Fatal("the controller's dealer figures are still not read")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, mqWait, "the controller's dealer figures read", func() bool {
+		_, err := r.ctl.dealers.Load().report()
+		return !errors.Is(err, display.ErrNotReady)
+	})
 	same("the controller's figures", r.ctl.dealers.Load())
 
 	// Every split of the rows between the history, the commits before the

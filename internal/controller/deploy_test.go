@@ -397,7 +397,7 @@ func TestDeployMosquittoPitReplies(t *testing.T) {
 	users := map[string]string{"tablectl": "tc-secret", "pit-BAC-07": "pit-secret"}
 	url, _ := deployedMosquitto(t, users)
 	const prefix = "tablectl/BAC-07/"
-	arrived := make(chan time.Time, 64)
+	arrived, viewed := make(chan time.Time, 64), make(chan struct{}, 64)
 	pit := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID("pit-BAC-07").
 		SetUsername("pit-BAC-07").SetPassword(users["pit-BAC-07"]).SetAutoReconnect(false))
 	if tok := pit.Connect(); !tok.WaitTimeout(mqWait) || tok.Error() != nil {
@@ -406,8 +406,11 @@ func TestDeployMosquittoPitReplies(t *testing.T) {
 	defer pit.Disconnect(100)
 	subs := map[string]byte{prefix + "pit/coup": 1, prefix + "cmd/reply": 1}
 	if tok := pit.SubscribeMultiple(subs, func(_ paho.Client, m paho.Message) {
-		if m.Topic() == prefix+"cmd/reply" {
+		switch m.Topic() {
+		case prefix + "cmd/reply":
 			arrived <- time.Now()
+		case prefix + "pit/coup":
+			viewed <- struct{}{}
 		}
 	}); !tok.WaitTimeout(mqWait) || tok.Error() != nil {
 		t.Fatalf("the pit's subscription: %v", tok.Error())
@@ -423,7 +426,11 @@ func TestDeployMosquittoPitReplies(t *testing.T) {
 		if tok := ctl.Publish(prefix+"pit/coup", 1, false, fmt.Appendf(nil, `{"coup":%d}`, i)); !tok.WaitTimeout(mqWait) || tok.Error() != nil {
 			t.Fatalf("pit/coup: %v", tok.Error())
 		}
-		time.Sleep(time.Millisecond) // the view is delivered; its acknowledgement is due
+		select { // the view is delivered; its acknowledgement is due
+		case <-viewed:
+		case <-time.After(mqWait):
+			t.Fatalf("view %d never reached the pit", i)
+		}
 		sent := time.Now()
 		if tok := ctl.Publish(prefix+"cmd/reply", 1, false, fmt.Appendf(nil, `{"id":"%d"}`, i)); !tok.WaitTimeout(mqWait) || tok.Error() != nil {
 			t.Fatalf("cmd/reply: %v", tok.Error())
@@ -434,6 +441,8 @@ func TestDeployMosquittoPitReplies(t *testing.T) {
 		case <-time.After(mqWait):
 			t.Fatalf("reply %d never reached the pit", i)
 		}
+		// Not synchronisation: views come to a console a few milliseconds
+		// apart, as a table sends them.
 		time.Sleep(5 * time.Millisecond)
 	}
 	slices.Sort(took)

@@ -898,6 +898,7 @@ type processRig struct {
 	pubKey   string
 	tc       coup.TableConfig
 	sim      *shoesim.Sim
+	simClock *clock.Fake // the simulated dealer's virtual time
 	plan     *shoesim.Plan
 	gate     *shoeGate
 	simEnded chan struct{}
@@ -958,7 +959,8 @@ func newProcessRigResult(t *testing.T, opts shoesim.Options, resultTime string) 
 	}
 	r.gate = newShoeGate(ctx, pty)
 	logs := &syncBuffer{}
-	r.sim, err = shoesim.New(opts, r.gate, clock.NewVirtual(epoch), slog.New(slog.NewTextHandler(logs, nil)))
+	r.simClock = clock.NewVirtual(epoch)
+	r.sim, err = shoesim.New(opts, r.gate, r.simClock, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		cancel()
 		pty.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/internal/config"
+	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/signedcmd"
 )
 
@@ -133,12 +134,25 @@ func TestKeyringOnlySigned(t *testing.T) {
 	}
 	waitRows := func(kind string, n int, what string) {
 		t.Helper()
-		waitFor(t, what, func() bool { return len(rows(kind)) >= n })
+		testenv.Eventually(t, guard, what, func() bool { return len(rows(kind)) >= n })
 	}
-	// Each change of the file is a new modification time for the watch.
+	// Each change of the file is a new modification time for the watch:
+	// wait until a file written now is stamped later than the keyring
+	// (the filesystem's clock moves in ticks of a few milliseconds).
 	replace := func(do func()) {
 		t.Helper()
-		time.Sleep(20 * time.Millisecond)
+		kf, err := os.Stat(sup.keyring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probe := filepath.Join(filepath.Dir(sup.keyring), "mtime-probe") // on the keyring's filesystem
+		testenv.Eventually(t, guard, "the filesystem's clock past the keyring's modification time", func() bool {
+			pf, err := writeStat(probe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pf.ModTime().After(kf.ModTime())
+		})
 		do()
 	}
 
@@ -253,15 +267,11 @@ func TestKeyringOnlySigned(t *testing.T) {
 	if err := ctl.rec.Cut(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the keyring at the new segment's head", func() bool {
+	testenv.Eventually(t, guard, "the keyring at the new segment's head", func() bool {
 		kr := keyringRows()
 		return kr[len(kr)-1].Reason == signedcmd.KeyringInForce
 	})
-	time.Sleep(100 * time.Millisecond) // a second row would be written by now
 	kr = keyringRows()
-	if kr[len(kr)-2].Reason == signedcmd.KeyringInForce {
-		t.Errorf("two rows of the keys in force at one cut-over: %+v", kr[len(kr)-2:])
-	}
 	segs := ctl.rec.Store().SealedSegments()
 	if r := kr[len(kr)-1]; r.Serial != 3 || len(r.Added)+len(r.Removed)+len(r.Changed) != 0 || len(r.Keys) != 3 {
 		t.Fatalf("the segment's row: %+v", r)
@@ -278,6 +288,21 @@ func TestKeyringOnlySigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
+	// Once the controller has stopped, no row can be on its way: the new
+	// segment holds one row of the keys in force, not two.
+	inForce := 0
+	for r, err := range rd.Events(context.Background(), audit.Query{From: segs[len(segs)-1].Head.Seq + 1, Kinds: []string{signedcmd.KindKeyring}}) {
+		var b signedcmd.KeyringBody
+		if err != nil || json.Unmarshal(r.Body, &b) != nil {
+			t.Fatalf("the new segment's keyring rows: %v", err)
+		}
+		if b.Reason == signedcmd.KeyringInForce {
+			inForce++
+		}
+	}
+	if inForce != 1 {
+		t.Errorf("%d rows of the keys in force in the segment one cut-over opened, want 1", inForce)
+	}
 	rp, err := audit.Replay(rd.Events(context.Background(), audit.Query{}), tc, audit.ReplayVisitor{})
 	if err != nil {
 		t.Fatal(err)
@@ -292,4 +317,13 @@ func TestKeyringOnlySigned(t *testing.T) {
 	if checked, forged, err := signedcmd.CheckTrail(rd.Events(context.Background(), audit.Query{}), "KR-01", now); err != nil || len(forged) > 0 || checked != 3 {
 		t.Fatalf("recorded commands: %d checked, forged %+v, %v", checked, forged, err)
 	}
+}
+
+// writeStat writes a byte to path and returns what the filesystem says of
+// it: its modification time is the filesystem's clock.
+func writeStat(path string) (os.FileInfo, error) {
+	if err := os.WriteFile(path, []byte{1}, 0o600); err != nil {
+		return nil, err
+	}
+	return os.Stat(path)
 }

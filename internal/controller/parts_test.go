@@ -21,7 +21,7 @@ func TestRunningPartsNamesTheStuck(t *testing.T) {
 
 	var q runningParts
 	q.start("one", func() {})
-	q.start("two", func() { time.Sleep(time.Millisecond) })
+	q.start("two", func() { time.Sleep(time.Millisecond) }) // not synchronisation: a part that takes a moment to return
 	if got := q.wait(time.Minute); got != nil {
 		t.Fatalf("parts that all returned: %q named stuck", got)
 	}

@@ -20,6 +20,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -270,7 +271,7 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if err := signedcmd.EnrolFile(info.Keyring, enrolment); err != nil {
 		t.Fatal(err)
 	}
-	waitRow(t, info.Trail, signedcmd.KindKeyringRefused, "the table's refusal of the unsigned keyring")
+	waitRow(t, info.Trail, signedcmd.KindKeyringRefused, "the table's refusal of the unsigned keyring", nil)
 	consoleSend(t, pit, coup.ActionSuspend, map[string]string{"reason": "enrolled on the box"}, "refused")
 	if txt := pit.Text("#pc-log li"); !strings.Contains(txt, signedcmd.CodeUnknownKey) {
 		t.Errorf("ann after an unsigned enrolment: %q", txt)
@@ -284,17 +285,22 @@ func TestPitConsoleBrowser(t *testing.T) {
 	if _, err := signedcmd.SignKeyringFile(info.Keyring, "", officer, 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(demoBrowserWait)
-	for {
+	waitRow(t, info.Trail, signedcmd.KindKeyring, "the table's reload of the signed keyring", func(r audit.Record) bool {
+		var b signedcmd.KeyringBody
+		return json.Unmarshal(r.Body, &b) == nil && b.Reason == signedcmd.KeyringReloaded
+	})
+	// The row is written just before the keys are taken: a command in
+	// between is unknown once more, and sent again.
+	testenv.EventuallyErr(t, demoBrowserWait, "ann's suspend after her enrolment accepted", func() error {
 		e := consoleSend(t, pit, coup.ActionSuspend, map[string]string{"reason": "ann, enrolled"}, "")
-		if e.State == "accepted" {
-			break
-		}
-		if !strings.Contains(e.Text, signedcmd.CodeUnknownKey) || time.Now().After(deadline) {
+		if e.State != "accepted" && !strings.Contains(e.Text, signedcmd.CodeUnknownKey) {
 			t.Fatalf("ann's suspend after her enrolment: %s", e.Text)
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		if e.State != "accepted" {
+			return errors.New(e.Text)
+		}
+		return nil
+	})
 	annResume := consoleResume(t, pit, "ann resumes")
 	if !strings.Contains(annResume.Text, "by ann") {
 		t.Errorf("ann's resume: %q", annResume.Text)
@@ -302,17 +308,12 @@ func TestPitConsoleBrowser(t *testing.T) {
 	// The dealer on record, signed in from the console (issue 18): taken
 	// only between coups, so a sign-in landing mid-coup is refused and
 	// sent again, as a supervisor would.
-	deadline = time.Now().Add(demoBrowserWait)
-	for {
-		e := consoleSend(t, pit, coup.ActionDealerIn, map[string]string{"dealer": "d-1042", "reason": "shift start"}, "")
-		if e.State == "accepted" {
-			break
+	testenv.EventuallyErr(t, demoBrowserWait, "dealer sign-in from the console accepted", func() error {
+		if e := consoleSend(t, pit, coup.ActionDealerIn, map[string]string{"dealer": "d-1042", "reason": "shift start"}, ""); e.State != "accepted" {
+			return errors.New(e.Text)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dealer sign-in from the console: %s", e.Text)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return nil
+	})
 	pit.WaitFor("the dealer on duty in the pit view's header", `document.getElementById('dealer').textContent === 'd-1042'`, `document.getElementById('dealer').textContent`)
 	pit.NoProblems()
 	pub.NoProblems()
@@ -385,28 +386,22 @@ func TestPitConsoleBrowser(t *testing.T) {
 	}
 }
 
-// waitRow waits until the trail at path holds a row of kind.
-func waitRow(t *testing.T, path, kind, what string) {
+// waitRow waits until the trail at path holds a row of kind (that ok
+// takes, if ok is not nil).
+func waitRow(t *testing.T, path, kind, what string, ok func(audit.Record) bool) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(demoBrowserWait)
-	for {
+	testenv.Eventually(t, demoBrowserWait, fmt.Sprintf("%s: a %s row", what, kind), func() bool {
 		rd, err := audit.OpenReader(ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
-		for _, err := range rd.Events(ctx, audit.Query{Kinds: []string{kind}}) {
-			found = err == nil
-			break
+		defer rd.Close()
+		for r, err := range rd.Events(ctx, audit.Query{Kinds: []string{kind}}) {
+			if err == nil && (ok == nil || ok(r)) {
+				return true
+			}
 		}
-		rd.Close()
-		if found {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %s row in %s", what, kind, demoBrowserWait)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	})
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/internal/testenv"
+	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
@@ -249,16 +251,18 @@ func TestProtectRestartNoFalseMisdeal(t *testing.T) {
 	r.start()
 	rev := r.send(reveal(1))
 	r.waitRecorded(rev)
-	revealed := time.Now()
+	revealed, shoeRevealed := time.Now(), r.simClock.Now()
 	r.kill()
 	// While no controller reads the line: the pause, NOMOREBETS and the
 	// whole of coup 2.
 	r.send(nmb(2))
 	r.send(coupCard(2, lastCard(r.plan, 2)))
-	// The simulated dealer's time runs on a virtual clock: let the wall
-	// clock catch up with the three seconds of heartbeats it sent, and one
-	// more, so the buffered sentences are late as a real shoe's would be.
-	time.Sleep(time.Until(revealed.Add(4 * time.Second)))
+	// The simulated dealer's time runs on a virtual clock; the controller
+	// reads the wall clock. Not synchronisation: the wall clock must catch
+	// up with the shoe's time of the heartbeats it sent, and one more, so
+	// the buffered sentences are late as a real shoe's would be, which is
+	// what is tested.
+	time.Sleep(time.Until(revealed.Add(r.simClock.Now().Sub(shoeRevealed) + shoeread.HeartbeatEvery)))
 	r.start()
 	r.deal(reveal(2))
 	r.stop()
@@ -301,17 +305,18 @@ func TestDemoSuspendResume(t *testing.T) {
 	if _, err := supervisor.Send(ctx, o, supervisor.Request{Action: coup.ActionSuspend, Reason: "a test"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // three coups' worth of the dealer's pace
+	// Not synchronisation: the suspension lasts three coups' worth of the
+	// dealer's pace, in which a dealer who did not wait would deal.
+	time.Sleep(3 * time.Second)
 	if _, err := supervisor.Send(ctx, o, supervisor.Request{Action: coup.ActionResume}); err != nil {
 		t.Fatalf("resume after a quiet suspension: %v", err)
 	}
 	// The game goes on: wait for the dealer's cards after the resume (a
 	// loaded machine may take a few coups' time), then stop the demo.
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if _, after := cardsAroundSuspension(t, d.info.Trail, false); after > 0 {
-			break
-		}
-	}
+	testenv.Eventually(t, 30*time.Second, "the dealer's cards after the resume", func() bool {
+		_, after := cardsAroundSuspension(t, d.info.Trail, false)
+		return after > 0
+	})
 	d.cancel()
 	<-d.done
 	cardsWhileSuspended, cardsAfter := cardsAroundSuspension(t, d.info.Trail, true)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/signedcmd"
 )
 
@@ -55,7 +57,7 @@ func TestRetainedCommand(t *testing.T) {
 			Username: "tablectl", PasswordFile: pw}, 1)
 		id := publishRetained(t, mc, url, "pit-BAC-07", users["pit-BAC-07"], "suspend")
 		// Taken live: it was sent now.
-		waitFor(t, "the live command to suspend the table", func() bool { _, pit := mc.ctl.rec.View(); return pit.Suspended })
+		testenv.Eventually(t, guard, "the live command to suspend the table", func() bool { _, pit := mc.ctl.rec.View(); return pit.Suspended })
 		// The controller is knocked off by a connection with its own login
 		// (a login is its client id) and comes back: the broker delivers
 		// the command again, as retained.
@@ -102,38 +104,53 @@ func publishRetained(t *testing.T, mc *mqController, url, user, pass, action str
 }
 
 // noRetained waits until a new subscriber to cmd gets no retained message.
+// Each look subscribes to cmd, then to the public tree, which the
+// controller keeps retained: the broker sends a subscription's retained
+// messages before it takes the next subscription, so once one of the
+// public tree's has come, cmd's, had there been one, came before it.
 func noRetained(t *testing.T, url, user, pass, prefix string) {
 	t.Helper()
-	topic := mqttpub.Topics{Prefix: prefix}.Topic(mqttpub.TopicCmd)
-	deadline := time.Now().Add(mqWait)
-	for {
-		got := make(chan []byte, 4)
+	topics := mqttpub.Topics{Prefix: prefix}
+	testenv.EventuallyErr(t, mqWait, "no retained command for a later subscriber", func() error {
+		got, marked := make(chan []byte, 4), make(chan struct{}, 1)
 		c := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID(user + "-later").SetUsername(user).SetPassword(pass).SetAutoReconnect(false))
 		if tok := c.Connect(); !tok.WaitTimeout(mqWait) || tok.Error() != nil {
 			t.Fatalf("connect as %s: %v", user, tok.Error())
 		}
-		tok := c.Subscribe(topic, 1, func(_ paho.Client, m paho.Message) {
-			if m.Retained() {
-				got <- m.Payload()
+		defer c.Disconnect(0)
+		for _, sub := range []struct { // in this order
+			topic string
+			into  func([]byte)
+		}{
+			{topics.Topic(mqttpub.TopicCmd), func(b []byte) { got <- b }},
+			{topics.Prefix + "/public/#", func([]byte) {
+				select {
+				case marked <- struct{}{}:
+				default:
+				}
+			}},
+		} {
+			tok := c.Subscribe(sub.topic, 1, func(_ paho.Client, m paho.Message) {
+				if m.Retained() {
+					sub.into(m.Payload())
+				}
+			})
+			if !tok.WaitTimeout(mqWait) || tok.Error() != nil {
+				t.Fatalf("subscribe %s: %v", sub.topic, tok.Error())
 			}
-		})
-		if !tok.WaitTimeout(mqWait) || tok.Error() != nil {
-			t.Fatalf("subscribe %s: %v", topic, tok.Error())
 		}
-		var kept []byte
 		select {
-		case kept = <-got:
-		case <-time.After(500 * time.Millisecond):
+		case <-marked:
+		case <-time.After(5 * time.Second):
+			return errors.New("no retained message of the public tree yet")
 		}
-		c.Disconnect(0)
-		if kept == nil {
-			return
+		select {
+		case kept := <-got:
+			return fmt.Errorf("a later subscriber still gets a retained command: %s", kept)
+		default:
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a later subscriber still gets a retained command: %s", kept)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	})
 }
 
 // waitScreenedRetained waits until the metrics count n retained commands.
@@ -141,7 +158,7 @@ func waitScreenedRetained(t *testing.T, mc *mqController, n int) {
 	t.Helper()
 	re := regexp.MustCompile(`(?m)^tablectl_commands_screened_total\{code="retained"\} (\d+)$`)
 	var got int
-	waitFor(t, fmt.Sprintf("%d retained command(s) counted", n), func() bool {
+	testenv.Eventually(t, guard, fmt.Sprintf("%d retained command(s) counted", n), func() bool {
 		w := httptest.NewRecorder()
 		mc.ctl.metrics.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 		b, _ := io.ReadAll(w.Result().Body)

@@ -14,6 +14,7 @@ import (
 	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/internal/config"
+	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/signedcmd"
 )
 
@@ -135,7 +136,7 @@ func TestRestartAfterRetention(t *testing.T) {
 // archived, and the live one.
 func boxHolds(t *testing.T, trail string, sealed int, what string) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%s: %d sealed segments, all archived, and the live one", what, sealed), func() bool {
+	testenv.Eventually(t, guard, fmt.Sprintf("%s: %d sealed segments, all archived, and the live one", what, sealed), func() bool {
 		files, err := audit.ListSegments(trail)
 		if err != nil || len(files) != sealed+1 {
 			return false

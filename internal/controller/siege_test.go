@@ -158,10 +158,9 @@ func startSiegeTable(t *testing.T) *siegeTable {
 		t.Fatal(err)
 	}
 	keyring, pitPassword := filepath.Join(dir, "supervisors.json"), filepath.Join(dir, "pit-broker.password")
-	for f, body := range map[string]string{keyring: `{"keys":[` + string(entry) + `]}`, pitPassword: "pit-secret\n"} {
-		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	_, authority := writeSignedKeyring(t, keyring, entry)
+	if err := os.WriteFile(pitPassword, []byte("pit-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	var ports [3]int
 	for i := range ports {
@@ -179,7 +178,7 @@ func startSiegeTable(t *testing.T) *siegeTable {
 			"backoff_min": "5ms", "backoff_max": "50ms"}},
 		"audit": map[string]any{"dir": st.trail, "segment_every_shoes": 1, "checkpoint_key": priv},
 		"http":  map[string]any{"listen": st.httpAddr, "pit_broker_user": "pit", "pit_broker_password_file": pitPassword},
-		"mqtt":  map[string]any{"listen": st.mqttAddr, "ws_listen": st.wsAddr, "keyring": keyring},
+		"mqtt":  map[string]any{"listen": st.mqttAddr, "ws_listen": st.wsAddr, "keyring": keyring, "keyring_authority": authority},
 	}
 	cfgFile := filepath.Join(dir, "controller.json")
 	b, _ := json.MarshalIndent(conf, "", "  ")
@@ -214,7 +213,12 @@ func startSiegeTable(t *testing.T) *siegeTable {
 			t.Logf("the controller's last lines:\n%s", logs.tail(60))
 		}
 	})
-	waitFor(t, "the controller's listeners", func() bool {
+	testenv.Eventually(t, guard, "the controller's listeners", func() bool {
+		select {
+		case <-st.exited:
+			t.Fatalf("the controller exited before it listened: %v", st.waitErr)
+		default:
+		}
 		for _, a := range []string{st.httpAddr, st.mqttAddr} {
 			c, err := net.DialTimeout("tcp", a, time.Second)
 			if err != nil {
@@ -507,7 +511,7 @@ func (s *siege) event(i int, evs uint32) {
 func readSiegeTrail(t *testing.T, trail string, last uint32) []audit.Record {
 	t.Helper()
 	var rows []audit.Record
-	waitFor(t, fmt.Sprintf("shoe sentence %d in the trail", last), func() bool {
+	testenv.Eventually(t, guard, fmt.Sprintf("shoe sentence %d in the trail", last), func() bool {
 		rows = rows[:0]
 		rd, err := audit.OpenTrail(context.Background(), trail)
 		if err != nil {

@@ -45,6 +45,7 @@ func TestE2EKillDuringSnapshot(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// Not synchronisation: a moment drawn at random is the test.
 		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()

@@ -323,16 +323,12 @@ func (c *container) health() (int, boxHealth) {
 // waitHealth polls /health until ok says yes (60 s).
 func (c *container) waitHealth(ok func(int, boxHealth) bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		code, h := c.health()
-		if ok(code, h) {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("/health %d %+v\njournal:\n%s", code, h, c.try("journalctl -u tablectl --no-pager | tail -20"))
-		}
-		time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var code int
+	var h boxHealth
+	if err := testenv.WaitFor(ctx, "/health as wanted", func() bool { code, h = c.health(); return ok(code, h) }); err != nil {
+		c.t.Fatalf("%v: /health %d %+v\njournal:\n%s", err, code, h, c.try("journalctl -u tablectl --no-pager | tail -20"))
 	}
 }
 
@@ -451,16 +447,14 @@ func boot(t *testing.T, nspawn, dir string) *container {
 	c := &container{t: t, dir: dir, cmd: cmd, log: log, done: make(chan error, 1)}
 	go func() { c.done <- cmd.Wait() }()
 	t.Cleanup(c.stop)
-	deadline := time.Now().Add(60 * time.Second)
-	for c.pid1 == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the container did not start:\n%s", log.String())
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := testenv.WaitFor(ctx, "the container's systemd", func() bool {
 		select {
 		case err := <-c.done:
 			c.closed = true
 			t.Fatalf("systemd-nspawn exited: %v\n%s", err, log.String())
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
 		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
 		for _, f := range strings.Fields(string(kids)) {
@@ -469,21 +463,25 @@ func boot(t *testing.T, nspawn, dir string) *container {
 				c.pid1 = pid
 			}
 		}
+		return c.pid1 != 0
+	}); err != nil {
+		t.Fatalf("the container did not start: %v\n%s", err, log.String())
 	}
 	// Early on there is no bus yet ("offline"): ask again.
-	for {
+	bctx, bcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer bcancel()
+	var state string
+	if err := testenv.WaitFor(bctx, "the container's boot", func() bool {
 		out, _ := c.run(90*time.Second, "systemctl is-system-running --wait")
-		switch s := strings.TrimSpace(out); {
-		case s == "running":
-			return c
-		case s == "degraded":
-			t.Logf("booted degraded: %s", c.try("systemctl --failed --no-pager"))
-			return c
-		case time.Now().After(deadline.Add(60 * time.Second)):
-			t.Fatalf("boot: %s\n%s", s, c.try("systemctl --failed --no-pager"))
-		}
-		time.Sleep(200 * time.Millisecond)
+		state = strings.TrimSpace(out)
+		return state == "running" || state == "degraded"
+	}); err != nil {
+		t.Fatalf("boot: %s: %v\n%s", state, err, c.try("systemctl --failed --no-pager"))
 	}
+	if state == "degraded" {
+		t.Logf("booted degraded: %s", c.try("systemctl --failed --no-pager"))
+	}
+	return c
 }
 
 func (c *container) run(timeout time.Duration, script string) (string, error) {
@@ -525,17 +523,13 @@ func (c *container) sh(script string) string {
 // waitFor polls a script until it succeeds (60 s).
 func (c *container) waitFor(what, script string) {
 	c.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		out, err := c.run(20*time.Second, script)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("no %s: %v\n%s\njournal:\n%s\nconsole:\n%s", what, err, out,
-				c.try("journalctl -u tablectl -u mosquitto -u shoe-sim --no-pager | tail -40"), c.console())
-		}
-		time.Sleep(500 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out string
+	var err error
+	if werr := testenv.WaitFor(ctx, what, func() bool { out, err = c.run(20*time.Second, script); return err == nil }); werr != nil {
+		c.t.Fatalf("no %s: %v\n%s\njournal:\n%s\nconsole:\n%s", what, err, out,
+			c.try("journalctl -u tablectl -u mosquitto -u shoe-sim --no-pager | tail -40"), c.console())
 	}
 }
 

@@ -198,8 +198,12 @@ func TestWriterClientIDReserved(t *testing.T) {
 			t.Fatalf("a connect with the controller's client id as %q was let in", user)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // a will, had it been sent, is here by now
-	if m := status.Messages(); len(m) != 0 || !ctl.IsConnectionOpen() {
+	// A will, had it been sent, went out before what the controller
+	// publishes now: wait for that, and nothing before it.
+	if tok := ctl.Publish("tablectl/T1/status", 1, false, "marker"); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("the controller was knocked off: its publish %v", tok.Error())
+	}
+	if m := status.Wait(10*time.Second, "the controller's marker", func(m []mqtttest.Msg) bool { return len(m) > 0 }); len(m) != 1 || string(m[0].Payload) != "marker" || !ctl.IsConnectionOpen() {
 		t.Fatalf("the controller was knocked off: status %v, connected %v", m, ctl.IsConnectionOpen())
 	}
 }

@@ -3,6 +3,7 @@ package mqttbroker
 import (
 	"errors"
 	"net"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tablectl/tablectl/base/netlimit"
 	"github.com/tablectl/tablectl/internal/mqtttest"
+	"github.com/tablectl/tablectl/internal/testenv"
 )
 
 // TestAcceptsAfterDescriptorsRunOut: the process runs out of file
@@ -57,8 +59,14 @@ func TestAcceptsAfterDescriptorsRunOut(t *testing.T) {
 		}
 		flood = append(flood, c)
 	}
-	// The broker's side ran out too: give its accept loop time to meet it.
-	time.Sleep(300 * time.Millisecond)
+	// The broker's side runs out too: wait until its accept loop has met it.
+	testenv.Eventually(t, 10*time.Second, "the broker's accept loop to run out of descriptors", func() bool {
+		var n uint64
+		for _, l := range b.Listeners() {
+			n += l.Stats().AcceptErrors
+		}
+		return n > 0
+	})
 	for _, c := range flood {
 		c.Close()
 	}
@@ -197,9 +205,10 @@ func TestRetainedRefused(t *testing.T) {
 		}
 	}
 	pub.Disconnect(0)
-	later := mqtttest.Subscribe(t, mqtttest.SubOptions{URL: b.URL(), Username: "pit", Password: "pit-pw", Topics: []string{"t/cmd"}})
-	time.Sleep(500 * time.Millisecond)
-	for _, m := range later.Messages() {
+	// A later subscriber: what the broker keeps for t/cmd would come
+	// before the retained marker it subscribes to next.
+	retainMarker(t, b.URL(), "t/marker")
+	for _, m := range retainedBefore(t, b.URL(), "pit", "pit-pw", "t/marker", "t/cmd") {
 		t.Errorf("a later subscriber got %q on %s (retained %v)", m.Payload, m.Topic, m.Retained)
 	}
 	select {
@@ -229,4 +238,65 @@ func TestRetainedWillOnNoRetainTopic(t *testing.T) {
 			t.Errorf("keepalive 0 held to %d (server keepalive %v), want 60", cl.State.Keepalive, cl.State.ServerKeepalive)
 		}
 	}
+}
+
+// retainMarker publishes a retained marker on topic as the writer
+// (tablectl, s3cret), for retainedBefore.
+func retainMarker(t *testing.T, url, topic string) {
+	t.Helper()
+	c := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID("writer-marker").SetUsername("tablectl").SetPassword("s3cret"))
+	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("the writer's connect: %v", tok.Error())
+	}
+	defer c.Disconnect(0)
+	if tok := c.Publish(topic, 1, true, "marker"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("the retained marker: %v", tok.Error())
+	}
+}
+
+// retainedBefore subscribes as user to each filter in turn, then to
+// marker, which holds a retained message, and returns what came on the
+// filters before the marker's: the broker answers a subscription's
+// retained messages before it reads the next one, so that is all it
+// answers them with. A refused filter fails the test.
+func retainedBefore(t *testing.T, url, user, pass, marker string, filters ...string) []mqtttest.Msg {
+	t.Helper()
+	var mu sync.Mutex
+	var got []mqtttest.Msg
+	marked := make(chan struct{}, 1)
+	c := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID(user + "-later").SetUsername(user).SetPassword(pass).
+		SetOrderMatters(true).SetAutoReconnect(false))
+	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect as %s: %v", user, tok.Error())
+	}
+	defer c.Disconnect(0)
+	for _, f := range filters {
+		tok := c.Subscribe(f, 1, func(_ paho.Client, m paho.Message) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, mqtttest.Msg{Topic: m.Topic(), Payload: m.Payload(), Retained: m.Retained()})
+		})
+		if !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatalf("subscribe %s: %v", f, tok.Error())
+		}
+		if q := tok.(*paho.SubscribeToken).Result()[f]; q > 2 {
+			t.Fatalf("subscribe %s: refused (%#x)", f, q)
+		}
+	}
+	if tok := c.Subscribe(marker, 1, func(paho.Client, paho.Message) {
+		select {
+		case marked <- struct{}{}:
+		default:
+		}
+	}); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("subscribe %s: %v", marker, tok.Error())
+	}
+	select {
+	case <-marked:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no retained %s for a later subscriber", marker)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return got
 }

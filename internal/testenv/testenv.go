@@ -5,8 +5,11 @@
 // Policy: `go test -short ./...` must pass on a laptop with none of them, so
 // a missing part skips the test with a message naming what is missing and
 // how to get it. `.ci/test` sets TABLECTL_TEST_ALL=1: there a missing part
-// fails the test instead, so the full suite can never pass by skipping. It
-// is for tests only.
+// fails the test instead, so the full suite can never pass by skipping.
+//
+// It also holds the one wait (Eventually, EventuallyErr, WaitFor): a test
+// waits for the thing it means, named, not for a fixed time. It is for
+// tests only.
 package testenv
 
 import (

@@ -1,0 +1,79 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// The first pause between two looks, doubled after each to at most
+// maxPoll: a condition that holds soon is seen soon, one that takes
+// seconds is not looked at a thousand times.
+const (
+	firstPoll = time.Millisecond
+	maxPoll   = 100 * time.Millisecond
+)
+
+// errNotYet is the last word of a condition that never held.
+var errNotYet = errors.New("it never held")
+
+// WaitFor looks at cond until it holds, pausing a little longer after each
+// look, and returns nil then, or, once ctx is done, an error naming what it
+// waited for and wrapping ctx's cause. It is the wait for code that has a
+// context and no test.
+func WaitFor(ctx context.Context, what string, cond func() bool) error {
+	return poll(ctx, what, holds(cond))
+}
+
+// Eventually waits up to timeout for cond to hold and fails the test,
+// naming what it waited for, if it does not; the test's end stops the wait
+// too. It is the one wait for what another goroutine or process does:
+// tests use it, not a loop of their own around time.Sleep.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	EventuallyErr(t, timeout, what, holds(cond))
+}
+
+// EventuallyErr is Eventually for a try that says why it is not there yet:
+// it waits up to timeout for try to return nil and fails the test naming
+// what, with try's last error, if it does not.
+func EventuallyErr(t testing.TB, timeout time.Duration, what string, try func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	if err := poll(ctx, what, try); err != nil {
+		t.Fatalf("waited %v: %v", timeout, err)
+	}
+}
+
+func holds(cond func() bool) func() error {
+	return func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	}
+}
+
+// poll runs try until it returns nil or ctx is done; the error names what,
+// try's last error and why the wait ended.
+func poll(ctx context.Context, what string, try func() error) error {
+	pause := firstPoll
+	timer := time.NewTimer(pause)
+	defer timer.Stop()
+	for {
+		err := try()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("for %s: %w (%w)", what, err, context.Cause(ctx))
+		case <-timer.C:
+		}
+		pause = min(2*pause, maxPoll)
+		timer.Reset(pause)
+	}
+}
