@@ -5,7 +5,7 @@
 // on pit/checkpoint (docs/mqtt.md). Each table's Mosquitto bridges them to
 // the floor's NATS cluster (its MQTT listener), where a JetStream stream
 // keeps them replicated until witnesses have them (docs/floor.md). A
-// witness (tablectl witness; run two or more, they share one durable
+// witness (tablectl-floor witness; run two or more, they share one durable
 // consumer) takes them in batches and, per table, under a lock held in
 // PostgreSQL so that witnesses never interleave on one table:
 //

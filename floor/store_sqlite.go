@@ -38,7 +38,7 @@ func Open(ctx context.Context, db, schema string) (Store, error) {
 }
 
 // SQLiteStore is the floor's database in one SQLite file: the laptop
-// demo's (tablectl demo --tables N without --floor-db), nothing to
+// demo's (tablectl-floor demo --tables N without --floor-db), nothing to
 // install. The tables and their meaning are PostgreSQL's (docs/floor.md);
 // times are Unix nanoseconds. Every write transaction is BEGIN IMMEDIATE:
 // one writer at a time holds the whole file, which is the per-table lock

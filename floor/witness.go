@@ -46,7 +46,7 @@ const (
 	DefaultMaxAge = 7 * 24 * time.Hour
 )
 
-// Config is a witness's settings (tablectl witness's flags).
+// Config is a witness's settings (tablectl-floor witness's flags).
 type Config struct {
 	// Name names this witness in logs and alerts.
 	Name string

@@ -2,7 +2,7 @@
 // (internal/natsserver), N tables (a simulated shoe on a pseudo-terminal,
 // a controller process, a Mosquitto bridged to the cluster as
 // deploy/mosquitto/bridge.conf says), two or more witnesses (package
-// floor, in this process or as tablectl witness processes) storing into
+// floor, in this process or as tablectl-floor witness processes) storing into
 // PostgreSQL or SQLite. It plays the faults of the floor's proof (a node
 // killed, a witness process killed -9, a bridge cut, a controller killed
 // -9, a trail rewritten and re-signed on its box) for the floor's test
@@ -75,7 +75,7 @@ type Options struct {
 	// tests' internal/mosquitto.Start. Without it the tables connect
 	// straight to the cluster's MQTT listeners (the laptop demo).
 	StartBroker func(conf string) (Broker, error)
-	// WitnessExe is a tablectl binary; the witnesses in WitnessProcs run
+	// WitnessExe is a tablectl-floor binary; the witnesses in WitnessProcs run
 	// as its own processes (WitnessExe witness ...), killed with SIGKILL
 	// by KillWitness. The others run in this process.
 	WitnessExe   string
@@ -246,7 +246,7 @@ func (f *Floor) StartWitness(ctx context.Context, i int) error {
 	return nil
 }
 
-// startWitnessProc runs witness i as `tablectl witness`, on the floor's
+// startWitnessProc runs witness i as `tablectl-floor witness`, on the floor's
 // registry and the witness's key written to files.
 func (f *Floor) startWitnessProc(i int) (*witnessRun, error) {
 	if f.o.WitnessExe == "" {
