@@ -150,6 +150,8 @@ type Witness struct {
 	// the floor's backlog.
 	caughtUp time.Time
 	shoes    *shoeWatch // nil: off
+	// dropped counts the messages dropped before judging, by reason.
+	dropped map[string]*dropCount
 }
 
 func (w *Witness) setCaughtUp() {
@@ -161,6 +163,9 @@ func (w *Witness) setCaughtUp() {
 // Stats count what a witness did.
 type Stats struct {
 	Messages, Rows, Checkpoints, Batches, Alerts, Resyncs int64
+	// Dropped counts the messages dropped before judging (too big, on no
+	// table's subject, of an unregistered table).
+	Dropped int64
 }
 
 // Stats is what the witness did so far.
@@ -194,6 +199,15 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 	return nil, err
 }
 
+// StreamConfig is the configuration of the stream of every table's
+// events and checkpoints: a message over MaxMessageBytes is refused by
+// the broker, never stored.
+func StreamConfig(name string, subjects Subjects, replicas int, maxAge time.Duration) jetstream.StreamConfig {
+	return jetstream.StreamConfig{Name: name, Subjects: subjects.Stream(), Replicas: replicas,
+		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy, MaxAge: maxAge, Discard: jetstream.DiscardOld,
+		MaxMsgSize: MaxMessageBytes}
+}
+
 func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int, maxAge time.Duration) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, name)
 	if err == nil {
@@ -202,8 +216,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("stream %s: %w", name, err)
 	}
-	s, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects.Stream(), Replicas: replicas,
-		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy, MaxAge: maxAge, Discard: jetstream.DiscardOld})
+	s, err = js.CreateStream(ctx, StreamConfig(name, subjects, replicas, maxAge))
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return js.Stream(ctx, name)
 	}
@@ -486,24 +499,98 @@ type prepared struct {
 func (w *Witness) prepare(msgs []jetstream.Msg) prepared {
 	p := prepared{msgs: msgs, items: make([]item, 0, len(msgs)), seqs: make([]uint64, len(msgs))}
 	for i, m := range msgs {
-		it := w.read(m.Subject(), m.Data())
+		var src string
+		if md, err := m.Metadata(); err == nil {
+			p.seqs[i] = md.Sequence.Stream
+			src = fmt.Sprintf("subject %s, stream seq %d", m.Subject(), md.Sequence.Stream)
+		} else {
+			src = "subject " + m.Subject()
+		}
+		it, dropped := w.admit(m.Subject(), m.Data(), src)
+		if dropped {
+			continue
+		}
 		if md, err := m.Metadata(); err == nil {
 			it.at = md.Timestamp.UTC()
-			p.seqs[i] = md.Sequence.Stream
 		}
 		if it.row != nil {
 			p.rows++
 		} else if it.cp != nil {
 			p.cps++
 		}
-		if it.table != "" {
-			p.items = append(p.items, it)
-		} else {
-			w.log.Warn("message on no table's subject", "subject", m.Subject(), "err", it.bad)
-		}
+		p.items = append(p.items, it)
 	}
 	verifyAll(p.items, w.cfg.Registry)
 	return p
+}
+
+// admit reads one message, or drops it before any judging: one too big,
+// on no table's subject, or of a table not in the registry. Those are
+// counted and alerted once an interval (Witness.drop), never stored: an
+// invented table id must cost the floor nothing.
+func (w *Witness) admit(subject string, data []byte, src string) (item, bool) {
+	if len(data) > MaxMessageBytes {
+		w.drop(QuarantineOversized, subject, src)
+		return item{}, true
+	}
+	it := w.read(subject, data)
+	switch {
+	case it.table == "":
+		w.drop(QuarantineNoTable, subject, src)
+		return item{}, true
+	case w.cfg.Registry.Tables[it.table].Keys == nil:
+		w.drop(QuarantineUnregistered, subject, src)
+		return item{}, true
+	}
+	it.src = src
+	return it, false
+}
+
+// DropAlertEvery: one alert per reason a message was dropped before
+// judging, per interval, with the count since the last.
+const DropAlertEvery = time.Minute
+
+// dropCount is what was dropped for one reason since its last alert.
+type dropCount struct {
+	n, total int64
+	first    string // the first subject since the last alert
+	alerted  time.Time
+}
+
+// drop counts a message dropped before judging and raises, at most once
+// an interval per reason, an alert naming the first source since the
+// last: published on floor/alerts and logged, not stored.
+func (w *Witness) drop(reason, subject, src string) {
+	now := w.cfg.Clock.Now()
+	w.mu.Lock()
+	if w.dropped == nil {
+		w.dropped = map[string]*dropCount{}
+	}
+	d := w.dropped[reason]
+	if d == nil {
+		d = &dropCount{}
+		w.dropped[reason] = d
+	}
+	d.n++
+	d.total++
+	w.stats.Dropped++
+	if d.first == "" {
+		d.first = src
+	}
+	var a *Alert
+	if now.Sub(d.alerted) >= DropAlertEvery {
+		table, _, _ := w.cfg.Subjects.Parse(subject)
+		a = &Alert{State: "raised", Table: table, Kind: AlertUnregistered, Witness: w.cfg.Name, At: now.UTC(),
+			Message: fmt.Sprintf("%d message(s) dropped before judging (%s; %d in all), first from %s", d.n, reason, d.total, d.first)}
+		if reason == QuarantineOversized || reason == QuarantineNoTable {
+			a.Kind = AlertQuarantined
+		}
+		d.n, d.first, d.alerted = 0, "", now
+	}
+	w.mu.Unlock()
+	if a != nil {
+		w.publish([]Alert{*a})
+	}
 }
 
 // commit stores a prepared batch and acknowledges its messages.
