@@ -124,9 +124,12 @@ func (c *Config) defaults() {
 
 // Witness is one running witness.
 type Witness struct {
-	cfg    Config
-	nc     *nats.Conn
-	js     jetstream.JetStream
+	cfg Config
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	// sm guards stream, cons and pinned: the guard makes them again when
+	// they are lost (guard.go).
+	sm     sync.Mutex
 	stream jetstream.Stream
 	cons   jetstream.Consumer
 	// pinned: the consumer is pinned to one witness at a time and
@@ -179,24 +182,16 @@ func (w *Witness) Stats() Stats {
 // checkpoints, if it is missing, and returns it.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int, maxAge time.Duration) (jetstream.Stream, error) {
 	// A cluster just started, or one that lost a node, answers only once
-	// it has a JetStream leader: try for a while.
-	var err error
-	for try := 0; try < 30; try++ {
-		var s jetstream.Stream
-		// Each try bounded: a request sent before the cluster has a
-		// JetStream leader gets no answer, and would wait out ctx.
-		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		s, err = ensureStream(tctx, js, name, subjects, replicas, maxAge)
-		cancel()
-		if err == nil {
-			return s, nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	return nil, err
+	// it has a JetStream leader: try for a while, each try bounded (a
+	// request sent before the cluster has a JetStream leader gets no
+	// answer, and would wait out ctx).
+	var s jetstream.Stream
+	err := retry(ctx, clock.Real, 30, 5*time.Second, time.Second, func(ctx context.Context) error {
+		var err error
+		s, err = ensureStream(ctx, js, name, subjects, replicas, maxAge)
+		return err
+	})
+	return s, err
 }
 
 // StreamConfig is the configuration of the stream of every table's
@@ -211,6 +206,17 @@ func StreamConfig(name string, subjects Subjects, replicas int, maxAge time.Dura
 func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int, maxAge time.Duration) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, name)
 	if err == nil {
+		// Made by an earlier version, or changed while no witness ran:
+		// set back to what the witness relies on (the guard alerts a
+		// change while it runs).
+		want := StreamConfig(name, subjects, replicas, maxAge)
+		if diff := streamDiff(s.CachedInfo().Config, want); diff != "" {
+			u, err := js.UpdateStream(ctx, want)
+			if err != nil {
+				return nil, fmt.Errorf("stream %s is not as the witness makes it (%s): %w", name, diff, err)
+			}
+			return u, nil
+		}
 		return s, nil
 	}
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -231,22 +237,28 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 // publish both retained; NATS keeps MQTT's retained messages for MQTT
 // subscribers only, so the floor keeps its own last value of each.
 func EnsureStatusStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int) (jetstream.Stream, error) {
-	cfg := jetstream.StreamConfig{Name: name, Subjects: subjects.Status(), Replicas: replicas, Storage: jetstream.FileStorage,
-		Retention: jetstream.LimitsPolicy, MaxMsgsPerSubject: 1, MaxMsgSize: MaxMessageBytes, Discard: jetstream.DiscardOld}
-	var err error
-	for try := 0; try < 30; try++ {
-		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		s, err := js.CreateOrUpdateStream(tctx, cfg)
-		cancel()
-		if err == nil {
-			return s, nil
+	cfg := statusStreamConfig(name, subjects, replicas)
+	var s jetstream.Stream
+	err := retry(ctx, clock.Real, 30, 5*time.Second, time.Second, func(ctx context.Context) error {
+		var err error
+		// As made already: used as it is (only the admin's login may
+		// change a stream on a floor with logins).
+		if s, err = js.Stream(ctx, name); err == nil && streamDiff(s.CachedInfo().Config, cfg) == "" {
+			return nil
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Second)
+		s, err = js.CreateOrUpdateStream(ctx, cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("status stream %s: %w", name, err)
 	}
-	return nil, fmt.Errorf("status stream %s: %w", name, err)
+	return s, nil
+}
+
+// statusStreamConfig is the configuration of the status stream.
+func statusStreamConfig(name string, subjects Subjects, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{Name: name, Subjects: subjects.Status(), Replicas: replicas, Storage: jetstream.FileStorage,
+		Retention: jetstream.LimitsPolicy, MaxMsgsPerSubject: 1, MaxMsgSize: MaxMessageBytes, Discard: jetstream.DiscardOld}
 }
 
 // New connects to the floor broker, makes sure of the stream and the
@@ -337,6 +349,11 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, version string, cfg
 		cc.PriorityGroups = []string{PriorityGroup}
 		cc.PinnedTTL = pinnedTTL
 	}
+	// As made already: used as it is (a witness's login may not create
+	// or change consumers on a floor with logins; the admin's makes it).
+	if c, err := s.Consumer(ctx, cfg.Consumer); err == nil && consumerFits(c.CachedInfo().Config, cc) {
+		return c, pinned, nil
+	}
 	c, err := s.CreateOrUpdateConsumer(ctx, cc)
 	if err != nil {
 		return nil, false, fmt.Errorf("consumer %s: %w", cfg.Consumer, err)
@@ -348,6 +365,14 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, version string, cfg
 		return nil, false, fmt.Errorf("consumer %s: the floor broker (%s) did not make it pinned; delete it and use nats-server 2.11 or later", cfg.Consumer, version)
 	}
 	return c, pinned, nil
+}
+
+// consumerFits tells whether a consumer made already is as want says.
+func consumerFits(have, want jetstream.ConsumerConfig) bool {
+	return have.AckPolicy == want.AckPolicy && have.DeliverPolicy == want.DeliverPolicy && have.AckWait == want.AckWait &&
+		have.MaxAckPending == want.MaxAckPending && have.MaxRequestBatch == want.MaxRequestBatch &&
+		have.PriorityPolicy == want.PriorityPolicy && have.PinnedTTL == want.PinnedTTL &&
+		have.FilterSubject == "" && len(have.FilterSubjects) == 0
 }
 
 func isPinned(c jetstream.ConsumerConfig) bool {
@@ -386,10 +411,13 @@ func (w *Witness) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); w.scanLoop(ctx) }()
 	defer wg.Wait()
+	kick := make(chan struct{}, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); w.guardLoop(ctx, kick) }()
 	// The next batch is fetched while this one commits.
 	batches := make(chan fetched, 1)
 	wg.Add(1)
-	go func() { defer wg.Done(); w.fetchLoop(ctx, batches) }()
+	go func() { defer wg.Done(); w.fetchLoop(ctx, batches, kick) }()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		var fb fetched
@@ -419,14 +447,17 @@ type fetched struct {
 }
 
 // fetchLoop fetches batches until ctx is done.
-func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched) {
+// A failed fetch kicks the guard, which checks the stream and the
+// consumer at once.
+func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched, kick chan<- struct{}) {
 	for ctx.Err() == nil {
 		var fb fetched
 		opts := []jetstream.FetchOpt{jetstream.FetchMaxWait(250 * time.Millisecond)}
-		if w.pinned {
+		if w.isPinned() {
 			opts = append(opts, jetstream.FetchPriorityGroup(PriorityGroup))
 		}
-		b, err := w.cons.Fetch(w.cfg.Batch, opts...)
+		_, cons := w.consumer()
+		b, err := cons.Fetch(w.cfg.Batch, opts...)
 		if err != nil {
 			// Not deliverable now (a node down, the consumer moving): again.
 			fb.err = fmt.Errorf("fetch: %w", err)
@@ -448,6 +479,10 @@ func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched) {
 			return
 		}
 		if fb.err != nil {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
 			clock.Sleep(ctx, w.cfg.Clock, 250*time.Millisecond)
 		}
 	}
@@ -463,9 +498,10 @@ func (w *Witness) once(ctx context.Context, fb fetched) error {
 		// A pinned consumer gives a witness standing by nothing while the
 		// pinned one works through a backlog: caught up only when the
 		// stream has nothing left to deliver.
-		if !w.pinned {
+		_, cons := w.consumer()
+		if !w.isPinned() {
 			w.setCaughtUp()
-		} else if info, err := w.cons.Info(ctx); err == nil && info.NumPending == 0 {
+		} else if info, err := cons.Info(ctx); err == nil && info.NumPending == 0 {
 			w.setCaughtUp()
 		}
 		return nil
@@ -579,8 +615,8 @@ func (w *Witness) drop(reason, subject, src string) {
 	}
 	var a *Alert
 	if now.Sub(d.alerted) >= DropAlertEvery {
-		table, _, _ := w.cfg.Subjects.Parse(subject)
-		a = &Alert{State: "raised", Table: table, Kind: AlertUnregistered, Witness: w.cfg.Name, At: now.UTC(),
+		// No table: the floor view keeps no line for an invented id.
+		a = &Alert{State: "raised", Kind: AlertUnregistered, Witness: w.cfg.Name, At: now.UTC(),
 			Message: fmt.Sprintf("%d message(s) dropped before judging (%s; %d in all), first from %s", d.n, reason, d.total, d.first)}
 		if reason == QuarantineOversized || reason == QuarantineNoTable {
 			a.Kind = AlertQuarantined
@@ -603,7 +639,7 @@ func (w *Witness) commit(ctx context.Context, p prepared) error {
 		return err
 	}
 	alerts = append(alerts, w.shoes.take(ctx, p.items, w.cfg.Store)...)
-	if w.pinned {
+	if w.isPinned() {
 		w.ackCommitted(ctx, p)
 	} else {
 		for _, m := range p.msgs {
@@ -692,11 +728,12 @@ func ackRun(seqs []uint64, order []int, floor uint64) (int, uint64) {
 func (w *Witness) ackFloor(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ci, err := w.cons.Info(ctx)
+	stream, cons := w.consumer()
+	ci, err := cons.Info(ctx)
 	if err != nil {
 		return 0, err
 	}
-	si, err := w.stream.Info(ctx)
+	si, err := stream.Info(ctx)
 	if err != nil {
 		return 0, err
 	}
