@@ -38,6 +38,8 @@ own. docs/floor.md.`)
 	registry := fs.String("registry", "", "the tables' registry `file` (required)")
 	statusStream := fs.String("status-stream", floor.DefaultStatusStream, "the JetStream `stream` of each table's last status")
 	httpAddr := fs.String("http", "", "the floor view's `address` (required)")
+	natsUser := fs.String("nats-user", "", "the view's `user` at the floor broker (a witness's login; empty: no login)")
+	natsPass := fs.String("nats-password-file", "", "the `file` of that login's password (with --nats-user)")
 	var login floor.Login
 	fs.StringVar(&login.User, "http-user", "floor", "the floor view's HTTP basic-auth `user`")
 	passFile := fs.String("http-password-file", "", "the floor view's password: a `file` of one line (required)")
@@ -63,7 +65,15 @@ own. docs/floor.md.`)
 		return err
 	}
 	defer st.Close()
-	nc, err := nats.Connect(*natsURL, nats.MaxReconnects(-1))
+	opts := []nats.Option{nats.MaxReconnects(-1)}
+	if *natsUser != "" || *natsPass != "" {
+		opt, err := natsLogin(*natsUser, *natsPass)
+		if err != nil {
+			return usageError(fs, "%v", err)
+		}
+		opts = append(opts, opt)
+	}
+	nc, err := nats.Connect(*natsURL, opts...)
 	if err != nil {
 		return fmt.Errorf("--nats: %w", err)
 	}
