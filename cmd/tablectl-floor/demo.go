@@ -113,13 +113,16 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	if coupPace < 0 {
 		coupPace = 5 * o.Pace
 	}
-	f, err := floorsim.Start(ctx, floorsim.Options{Dir: dir, Tables: *fl.tables, Nodes: 3, Witness: 2, CardPace: o.Pace, CoupPace: coupPace,
+	f, err := floorsim.Start(ctx, floorsim.Options{Logins: true, Dir: dir, Tables: *fl.tables, Nodes: 3, Witness: 2, CardPace: o.Pace, CoupPace: coupPace,
 		Seed: o.Seed, Postgres: *fl.db, Schema: *fl.schema, EmbeddedNATS: true, Exe: exe, Heartbeat: time.Minute, Log: log})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	nc, err := nats.Connect(f.Cluster.URLs())
+	// The floor view reads the broker on a witness's login: no client
+	// of the demo's floor is anonymous.
+	vl := f.WitnessLogin(0)
+	nc, err := nats.Connect(f.Cluster.URLs(), nats.UserInfo(vl.User, vl.Password))
 	if err != nil {
 		return err
 	}
@@ -143,7 +146,7 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	fmt.Fprintf(stdout, `tablectl-floor demo: a floor of %d simulated tables (%s ... %s) on this machine.
 
   floor view       http://%s/   (user %s, password %s, in %s)
-  floor broker     %s   (NATS, JetStream; MQTT on %s ...)
+  floor broker     %s   (NATS, JetStream; MQTT on %s ...; logins only: each table, witness and the admin its own)
   floor alerts     floor/alerts on the broker's MQTT listener
   witnessed rows   %s (tables rows, checkpoints, alerts, forks)
   trails           %s/<table>/trail.db

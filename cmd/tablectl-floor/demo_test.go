@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"github.com/nats-io/nats.go"
 	"io"
 	"net"
 	"net/http"
@@ -130,16 +132,30 @@ func TestFloorDemo(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	// No anonymous client on the demo's floor broker: NATS and MQTT.
+	line := strings.Fields(strings.SplitN(out.String()[strings.Index(out.String(), "floor broker     "):], "\n", 2)[0])
+	if nc, err := nats.Connect(line[2]); err == nil {
+		nc.Close()
+		t.Fatalf("an anonymous NATS client connected to %s", line[2])
+	}
+	mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + line[7]).SetClientID("tablectl-FLOOR-01").SetConnectRetry(false))
+	if tok := mq.Connect(); tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
+		mq.Disconnect(0)
+		t.Fatalf("an anonymous MQTT client took the table's client id at %s", line[7])
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "stopped;") {
+		t.Fatalf("no 'stopped;' after the stop:\n%s", out.String())
 	}
 	// The demo's own line for verifying a trail against the witness.
 	i := strings.Index(out.String(), "tablectl-floor verify ")
 	if i < 0 {
 		t.Fatalf("no verify line:\n%s", out.String())
 	}
-	line := strings.Fields(strings.SplitN(out.String()[i:], "\n", 2)[0])
+	line = strings.Fields(strings.SplitN(out.String()[i:], "\n", 2)[0])
 	if !slices.Contains(line, "--witness") || strings.HasPrefix(line[slices.Index(line, "--witness")+1], "postgres") {
 		t.Fatalf("the verify line names no SQLite witness: %q", line)
 	}

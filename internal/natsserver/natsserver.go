@@ -104,6 +104,11 @@ func StartEmbedded(ctx context.Context, dir string, n int) (*Cluster, error) {
 	return start(ctx, &Cluster{dir: dir, embedded: true}, n)
 }
 
+// StartEmbeddedAuth is StartEmbedded with the floor's logins (StartAuth).
+func StartEmbeddedAuth(ctx context.Context, dir string, n int, auth string) (*Cluster, error) {
+	return start(ctx, &Cluster{dir: dir, embedded: true, auth: auth}, n)
+}
+
 // StartAuth is Start with each node's configuration given auth (the
 // floor's logins and permissions: floor.AuthConfig): no anonymous client.
 func StartAuth(ctx context.Context, dir string, n int, auth string) (*Cluster, error) {
