@@ -290,15 +290,6 @@ func streamSilences(st tableState, items []item, hb time.Duration) []quiet {
 	return out
 }
 
-// cpSig is c's signature check: the one done before the transaction, or
-// now.
-func cpSig(reg *Registry, table string, c *audit.Checkpoint, pre map[*audit.Checkpoint]item) error {
-	if it, ok := pre[c]; ok && it.sigDone {
-		return it.sig
-	}
-	return reg.verify(table, *c)
-}
-
 // seqKey is the alert key of a row's seq.
 func (r *Row) seqKey() string { return strconv.FormatInt(r.Seq, 10) }
 
