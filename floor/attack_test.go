@@ -31,7 +31,8 @@ import (
 // login, its key):
 //
 //   - anonymous NATS and MQTT clients (the latter taking FLOOR-01's
-//     client id): refused;
+//     client id): refused; FLOOR-03's login taking "tablectl-FLOOR-01":
+//     FLOOR-01 is not kicked (its id has a part no other login knows);
 //   - FLOOR-03's login publishing on FLOOR-01's events, checkpoint and
 //     status subjects, on floor/alerts and on the JetStream API (stream
 //     deletion, $JS.API.INFO): refused by the broker;
@@ -124,6 +125,16 @@ func TestFloorAttacks(t *testing.T) {
 	}
 	// The insider on FLOOR-03's box: its login.
 	l3 := f.Logins.Tables["FLOOR-03"]
+	// Taking FLOOR-01's session with it: the id it can guess is not the
+	// one FLOOR-01 uses, so FLOOR-01 is not kicked off.
+	lostBefore := strings.Count(f.Tables[0].Log(), "connection lost")
+	for _, nd := range f.Cluster.Nodes {
+		mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + nd.MQTTAddr()).SetClientID("tablectl-FLOOR-01").
+			SetUsername(l3.User).SetPassword(l3.Password).SetConnectRetry(false))
+		if tok := mq.Connect(); tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
+			mq.Disconnect(250)
+		}
+	}
 	violations := make(chan error, 64)
 	nc3, err := nats.Connect(url, nats.UserInfo(l3.User, l3.Password), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		select {
@@ -210,6 +221,9 @@ func TestFloorAttacks(t *testing.T) {
 			t.Error("the witness's login deleted the stream or its consumer")
 		}
 		dcancel()
+	}
+	if n := strings.Count(f.Tables[0].Log(), "connection lost"); n != lostBefore {
+		t.Errorf("FLOOR-01 lost its broker connection %d times during the attacks (a session taken over?):\n%s", n-lostBefore, f.Tables[0].Log())
 	}
 	// The honest tables deal on and are witnessed past the attacks.
 	at1, at2 := witnessedTo("FLOOR-01"), witnessedTo("FLOOR-02")

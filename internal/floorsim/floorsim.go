@@ -536,6 +536,10 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 		}
 		m := conf["mqtt"].(map[string]any)
 		m["username"], m["password_file"] = l.User, pf
+		// NATS's MQTT listener binds no client id to a login: another
+		// login using this id would take the session over. An id with a
+		// random part no other login can guess is the binding there is.
+		m["client_id"] = "tablectl-" + id + "-" + strings.ToLower(rand.Text()[:12])
 	}
 	b, _ := json.MarshalIndent(conf, "", "  ")
 	if err := os.WriteFile(t.Config, b, 0o644); err != nil {
