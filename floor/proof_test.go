@@ -64,7 +64,7 @@ var (
 // TestFloorProof is the floor's proof (issue 17): a 3-node NATS cluster on
 // loopback, -floor.tables tables (controller process, simulated shoe at 10
 // times a dealer's pace, Mosquitto bridged as deploy/mosquitto says), two
-// witnesses into PostgreSQL, one of them a `tablectl witness` process.
+// witnesses into PostgreSQL, one of them a `tablectl-floor witness` process.
 // While the tables deal: one NATS node is killed, the witness process is
 // killed with SIGKILL and started again a "minute" later, one table's
 // bridge is cut for a "minute" (what it queued must reach the floor: no
@@ -89,9 +89,9 @@ func TestFloorProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The witness that is killed is a `tablectl witness` process of its
+	// The witness that is killed is a `tablectl-floor witness` process of its
 	// own, killed with SIGKILL: the binary the floor runs.
-	tablectl := buildTablectl(t)
+	tablectl := buildFloorBinary(t)
 	const (
 		cut       = 1 // the table whose bridge is cut
 		killed    = 2 // the table whose controller is killed -9
@@ -311,17 +311,17 @@ func TestFloorProof(t *testing.T) {
 	t.Logf("the in-process witness published %d alerts", len(alerts))
 }
 
-// buildTablectl builds the tablectl binary for the test.
-func buildTablectl(t *testing.T) string {
+// buildFloorBinary builds the floor's binary (cmd/tablectl-floor) for the test.
+func buildFloorBinary(t *testing.T) string {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		testenv.Missing(t, "the go command on PATH, to build tablectl")
+		testenv.Missing(t, "the go command on PATH, to build tablectl-floor")
 	}
-	out := filepath.Join(t.TempDir(), "tablectl")
-	cmd := exec.Command(gobin, "build", "-o", out, "github.com/tablectl/tablectl/cmd/tablectl")
+	out := filepath.Join(t.TempDir(), "tablectl-floor")
+	cmd := exec.Command(gobin, "build", "-o", out, "github.com/tablectl/tablectl/cmd/tablectl-floor")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build tablectl: %v\n%s", err, b)
+		t.Fatalf("go build tablectl-floor: %v\n%s", err, b)
 	}
 	return out
 }

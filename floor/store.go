@@ -13,14 +13,20 @@ import (
 // Alert kinds the witness raises. The first group says a trail was
 // tampered with (or a table's box lies); the second is operations.
 const (
-	AlertBadHash         = "bad_hash"    // a row whose hash is not the hash of its fields
-	AlertBrokenLink      = "broken_link" // a row's prev_hash is not the witnessed row before it
-	AlertFork            = "fork"        // a seq seen with two hashes
-	AlertCheckpointSig   = "checkpoint_bad_signature"
+	AlertBrokenLink      = "broken_link"          // a row's prev_hash is not the witnessed row before it
+	AlertFork            = "fork"                 // a seq seen with two hashes
 	AlertCheckpointClash = "checkpoint_conflict"  // a checkpoint's head is not the witnessed row, or not another checkpoint's at that seq
 	AlertCheckpointBack  = "checkpoint_backwards" // a checkpoint signed later names a lower seq
-	AlertUnregistered    = "unregistered_table"   // no key to check the table's checkpoints with
-	AlertMalformed       = "malformed"            // a message that is not a row or a checkpoint
+	// AlertUnregistered: messages on the subjects of tables not in the
+	// registry, dropped (one alert an interval for all of them, published,
+	// not stored: invented table ids must not fill the database).
+	AlertUnregistered = "unregistered_table"
+	// AlertQuarantined: messages of a registered table that no key of it
+	// signed (an unsigned or malformed row, a checkpoint with another
+	// key's signature), kept out of the witnessed copy and counted; one
+	// alert per table, reason and interval, naming the source. Not
+	// tamper: anyone who reaches the table's subject could send them.
+	AlertQuarantined = "quarantined"
 
 	AlertGap    = "gap"    // rows missing below ones witnessed; a resync was asked for
 	AlertSilent = "silent" // nothing from the table for longer than its heartbeat
@@ -29,7 +35,7 @@ const (
 // Tamper reports whether an alert kind says the trail was tampered with.
 func Tamper(kind string) bool {
 	switch kind {
-	case AlertGap, AlertSilent, AlertUnregistered, AlertShuffleSuspect:
+	case AlertGap, AlertSilent, AlertUnregistered, AlertQuarantined, AlertShuffleSuspect:
 		return false
 	}
 	return true
@@ -142,6 +148,10 @@ type item struct {
 	// at is when the floor's stream stored it: the table's last word is
 	// judged by this, not by when a witness got round to it.
 	at time.Time
+	// src names where it came from, for a quarantine's alert: the
+	// subject and the stream's sequence (with logins, the subject says
+	// which login could publish it).
+	src string
 }
 
 // tableState is a table's line, read under its lock.
@@ -179,6 +189,9 @@ type tableRead struct {
 	// checkpoints.
 	cpsAt    map[int64][]cpRef
 	cpsAside []cpRef
+	// held are the table's rows held pending until a checkpoint signed
+	// by the table covers them (judge.go).
+	held []heldRow
 }
 
 func newTableRead() tableRead {
@@ -201,6 +214,15 @@ type tableWrite struct {
 	rescan bool
 	// resolveSilent: the table spoke again after it was found silent.
 	resolveSilent bool
+	// hold are rows to keep pending, release pending rows to delete
+	// (witnessed now, or quarantined); quarantined the counts of what
+	// was kept out, by reason.
+	hold       []heldRow
+	release    []heldRow
+	quarantine []quarantined
+	// noLine: nothing the table signed came, and it has no line yet:
+	// nothing unsigned makes one.
+	noLine bool
 }
 
 // batchTables groups a batch's items by table, the tables in name order
@@ -216,197 +238,6 @@ func batchTables(items []item) ([]string, map[string][]item) {
 	}
 	slices.Sort(tables)
 	return tables, byTable
-}
-
-// judge decides, in memory and the same for every store, what a batch
-// does to each table given what was read of it: the rows and checkpoints
-// to store, the forks to keep aside, the table's new line and the alerts
-// raised.
-func judge(tables []string, byTable map[string][]item, reads []tableRead, reg *Registry, witness string, now time.Time) ([]tableWrite, []Alert) {
-	var alerts []Alert
-	raise := func(table, kind, key string, seq int64, msg string) {
-		alerts = append(alerts, Alert{State: "raised", Table: table, Kind: kind, Seq: seq, Message: msg, Tamper: Tamper(kind), Witness: witness, At: now, key: key})
-	}
-	out := make([]tableWrite, len(tables))
-	for i, t := range tables {
-		r := &reads[i]
-		st := r.st
-		w := &out[i]
-		w.table = t
-		if _, ok := reg.Tables[t]; !ok && !st.known {
-			raise(t, AlertUnregistered, "", 0, fmt.Sprintf("table %s is not in the floor's registry: its checkpoints cannot be checked", t))
-		}
-		// Rows, in seq order.
-		var rows []*Row
-		var cps []*audit.Checkpoint
-		sigs := map[*audit.Checkpoint]item{}
-		for _, it := range byTable[t] {
-			switch {
-			case it.row != nil:
-				rows = append(rows, it.row)
-			case it.cp != nil:
-				cps = append(cps, it.cp)
-				sigs[it.cp] = it
-			default:
-				raise(t, AlertMalformed, strconv.FormatInt(now.UnixNano(), 10), 0, it.bad)
-			}
-		}
-		slices.SortStableFunc(rows, func(a, b *Row) int { return int(a.Seq - b.Seq) })
-		var ins, forks []*Row
-		for _, row := range rows {
-			if got := row.ComputeHash(); got != row.Hash {
-				raise(t, AlertBadHash, row.seqKey(), row.Seq, fmt.Sprintf("row %d of %s: hash %s is not the hash of its fields (%s)", row.Seq, t, short(row.Hash), short(got)))
-				continue
-			}
-			if have, ok := r.rows[row.Seq]; ok {
-				if have.hash != row.Hash {
-					// One alert for a run of forked rows (a rewritten
-					// stretch sent again): the forks table keeps each.
-					if !r.forkAt[row.Seq-1] {
-						raise(t, AlertFork, row.seqKey(), row.Seq, fmt.Sprintf("row %d of %s seen with two hashes: %s witnessed, now %s (and the rows after it that differ too, kept aside)", row.Seq, t, short(have.hash), short(row.Hash)))
-					}
-					r.forkAt[row.Seq] = true
-					forks = append(forks, row)
-				}
-				continue // a redelivery
-			}
-			// The links, to what was witnessed before and what this batch
-			// brings.
-			if row.Seq == 1 && row.PrevHash != (audit.Hash{}) {
-				raise(t, AlertBrokenLink, row.seqKey(), row.Seq, fmt.Sprintf("row 1 of %s: prev_hash %s, want zero", t, short(row.PrevHash)))
-			}
-			if p, ok := r.rows[row.Seq-1]; ok && p.hash != row.PrevHash {
-				raise(t, AlertBrokenLink, row.seqKey(), row.Seq, fmt.Sprintf("row %d of %s: prev_hash %s, but row %d was witnessed with hash %s", row.Seq, t, short(row.PrevHash), row.Seq-1, short(p.hash)))
-			}
-			if n, ok := r.rows[row.Seq+1]; ok && n.prev != row.Hash {
-				raise(t, AlertBrokenLink, strconv.FormatInt(row.Seq+1, 10), row.Seq+1, fmt.Sprintf("row %d of %s: prev_hash %s, but row %d arrived with hash %s", row.Seq+1, t, short(n.prev), row.Seq, short(row.Hash)))
-			}
-			for _, c := range r.cpsAt[row.Seq] {
-				if c.head != row.Hash {
-					raise(t, AlertCheckpointClash, "row-"+row.seqKey(), row.Seq, fmt.Sprintf("row %d of %s has hash %s, but a checkpoint witnessed earlier signed head %s", row.Seq, t, short(row.Hash), short(c.head)))
-				}
-			}
-			r.rows[row.Seq] = neighbour{prev: row.PrevHash, hash: row.Hash}
-			ins = append(ins, row)
-		}
-
-		// Checkpoints: signature, the row at its seq, other checkpoints at
-		// its seq and those signed just before and after it.
-		var insCP []*audit.Checkpoint
-		var verified []bool
-		seen := map[cpRef]bool{}
-		for _, c := range cps {
-			ref := cpRef{seq: c.Seq, head: c.HeadHash, ns: c.SignedAt.UnixNano()}
-			dup := seen[ref]
-			for _, o := range r.cpsAt[c.Seq] {
-				if o == ref {
-					dup = true
-				}
-			}
-			if dup {
-				continue
-			}
-			seen[ref] = true
-			ok := true
-			if c.Table != t {
-				raise(t, AlertCheckpointSig, "table-"+cpKey(c), c.Seq, fmt.Sprintf("a checkpoint of table %q arrived on %s's topic", c.Table, t))
-				ok = false
-			} else if err := cpSig(reg, t, c, sigs); err != nil {
-				if _, known := reg.Tables[t]; known {
-					raise(t, AlertCheckpointSig, cpKey(c), c.Seq, fmt.Sprintf("checkpoint %d of %s: %v", c.Seq, t, err))
-				}
-				ok = false
-			}
-			if ok {
-				if row, have := r.rows[c.Seq]; have && row.hash != c.HeadHash && !r.forkAt[c.Seq] {
-					raise(t, AlertCheckpointClash, cpKey(c), c.Seq, fmt.Sprintf("checkpoint %d of %s signs head %s, but row %d was witnessed with hash %s", c.Seq, t, short(c.HeadHash), c.Seq, short(row.hash)))
-				}
-				for _, o := range r.cpsAt[c.Seq] {
-					if o.head != c.HeadHash {
-						raise(t, AlertCheckpointClash, cpKey(c), c.Seq, fmt.Sprintf("checkpoint %d of %s signs head %s, another witnessed at that seq signed %s", c.Seq, t, short(c.HeadHash), short(o.head)))
-						break
-					}
-				}
-				r.cpsAt[c.Seq] = append(r.cpsAt[c.Seq], ref)
-			}
-			insCP = append(insCP, c)
-			verified = append(verified, ok)
-			if ok {
-				r.cpsAside = append(r.cpsAside, ref)
-			}
-		}
-		// Backwards: in signing order, a seq lower than the one before.
-		if len(insCP) > 0 {
-			order := slices.Clone(r.cpsAside)
-			slices.SortFunc(order, func(a, b cpRef) int {
-				if a.ns != b.ns {
-					return cmpInt(a.ns, b.ns)
-				}
-				return cmpInt(a.seq, b.seq)
-			})
-			order = slices.Compact(order)
-			for k := 1; k < len(order); k++ {
-				if order[k].seq < order[k-1].seq && seen[order[k]] || order[k].seq < order[k-1].seq && seen[order[k-1]] {
-					c := order[k]
-					raise(t, AlertCheckpointBack, "back-"+strconv.FormatInt(c.seq, 10)+"-"+strconv.FormatInt(c.ns, 10), c.seq,
-						fmt.Sprintf("checkpoint of %s signed at %s names seq %d, below seq %d of the one signed before it", t, time.Unix(0, c.ns).UTC().Format(time.RFC3339Nano), c.seq, order[k-1].seq))
-				}
-			}
-		}
-
-		w.ins, w.forks, w.insCP, w.verified = ins, forks, insCP, verified
-		for k, c := range insCP {
-			if verified[k] && c.Seq >= st.cpSeq {
-				st.cpSeq, st.cpSignedAt = c.Seq, &c.SignedAt
-			}
-		}
-		for _, q := range streamSilences(st, byTable[t], reg.heartbeat(t)) {
-			alerts = append(alerts, Alert{State: "raised", Table: t, Kind: AlertSilent, Seq: q.seq, Witness: witness, At: now, over: now,
-				key: strconv.FormatInt(q.from.UnixNano(), 10),
-				Message: fmt.Sprintf("nothing from %s in the floor stream from %s to %s (%s; heartbeat %s): found when row %d was witnessed, after it",
-					t, q.from.Format(time.RFC3339), q.to.Format(time.RFC3339), q.to.Sub(q.from).Round(time.Millisecond), reg.heartbeat(t), q.seq+1)})
-		}
-		seenAt := time.Time{}
-		for _, it := range byTable[t] {
-			if it.at.After(seenAt) {
-				seenAt = it.at
-			}
-		}
-		if seenAt.IsZero() {
-			seenAt = now
-		}
-		// The table's line: how far it is contiguous, its highest seq.
-		contig, maxSeq := st.contig, st.max
-		for _, row := range ins {
-			maxSeq = max(maxSeq, row.Seq)
-		}
-		// A signed checkpoint says the table has rows up to its seq: rows
-		// lost at the tail (the last ones before the table went quiet) are
-		// a gap too, asked for like any other.
-		for k, c := range insCP {
-			if verified[k] {
-				maxSeq = max(maxSeq, c.Seq)
-			}
-		}
-		for {
-			if _, ok := r.rows[contig+1]; !ok {
-				break
-			}
-			contig++
-		}
-		rescan := contig < maxSeq && contig > st.contig && st.max > st.contig
-		holeSince := st.holeSince
-		if contig >= maxSeq {
-			holeSince = nil
-		} else if st.holeSince == nil {
-			holeSince = &now
-		}
-		w.contig, w.maxSeq, w.seenAt, w.holeSince, w.cpSeq, w.cpSignedAt, w.rescan = contig, maxSeq, seenAt, holeSince, st.cpSeq, st.cpSignedAt, rescan
-		// A message stored before the silence (a redelivery) does not end
-		// it; one the table sent since does.
-		w.resolveSilent = st.silent && (st.lastSeen == nil || seenAt.After(*st.lastSeen))
-	}
-	return out, alerts
 }
 
 // quiet is a silence found in the floor stream's own time: nothing from
@@ -459,15 +290,6 @@ func streamSilences(st tableState, items []item, hb time.Duration) []quiet {
 	return out
 }
 
-// cpSig is c's signature check: the one done before the transaction, or
-// now.
-func cpSig(reg *Registry, table string, c *audit.Checkpoint, pre map[*audit.Checkpoint]item) error {
-	if it, ok := pre[c]; ok && it.sigDone {
-		return it.sig
-	}
-	return reg.verify(table, *c)
-}
-
 // seqKey is the alert key of a row's seq.
 func (r *Row) seqKey() string { return strconv.FormatInt(r.Seq, 10) }
 
@@ -502,13 +324,18 @@ func Take(ctx context.Context, s Store, reg *Registry, witness string, rows []Ro
 		if err := checkTable(rows[i].Table); err != nil {
 			return nil, err
 		}
-		items = append(items, item{table: rows[i].Table, row: &rows[i]})
+		items = append(items, item{table: rows[i].Table, row: &rows[i], src: witness})
 	}
 	for i := range cps {
 		if err := checkTable(cps[i].Table); err != nil {
 			return nil, err
 		}
-		items = append(items, item{table: cps[i].Table, cp: &cps[i]})
+		items = append(items, item{table: cps[i].Table, cp: &cps[i], src: witness})
+	}
+	for _, it := range items {
+		if reg.Tables[it.table].Keys == nil {
+			return nil, fmt.Errorf("table %s is not in the floor's registry: nothing of it is witnessed", it.table)
+		}
 	}
 	return s.apply(ctx, items, reg, witness, time.Now().UTC())
 }

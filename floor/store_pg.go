@@ -99,6 +99,30 @@ CREATE TABLE IF NOT EXISTS S.checkpoints (
 	PRIMARY KEY (table_id, seq, head_hash, signed_ns)
 );
 CREATE INDEX IF NOT EXISTS checkpoints_by_time ON S.checkpoints (table_id, signed_ns);
+CREATE TABLE IF NOT EXISTS S.pending (       -- rows held until a checkpoint the table signed covers them
+	table_id     text NOT NULL,
+	seq          bigint NOT NULL,
+	at           text NOT NULL,
+	kind         text NOT NULL,
+	shoe         bigint NOT NULL,
+	coup         bigint NOT NULL,
+	body         bytea NOT NULL,
+	prev_hash    bytea NOT NULL,
+	hash         bytea NOT NULL,
+	since        timestamptz NOT NULL,
+	stream_at    timestamptz,
+	source       text NOT NULL,
+	PRIMARY KEY (table_id, seq, hash)
+);
+CREATE TABLE IF NOT EXISTS S.quarantine (    -- what no key of the table signed, counted
+	table_id     text NOT NULL,
+	reason       text NOT NULL,
+	count        bigint NOT NULL,
+	last_source  text NOT NULL,
+	last_detail  text NOT NULL,
+	last_at      timestamptz NOT NULL,
+	PRIMARY KEY (table_id, reason)
+);
 CREATE TABLE IF NOT EXISTS S.alerts (
 	id          bigserial PRIMARY KEY,
 	table_id    text NOT NULL,
@@ -113,6 +137,69 @@ CREATE TABLE IF NOT EXISTS S.alerts (
 	UNIQUE (table_id, kind, key)
 );
 `
+
+// lockAndHeld takes each table's lock for the transaction, in name
+// order, and reads the rows each holds pending.
+func (s *PGStore) lockAndHeld(ctx context.Context, tx pgx.Tx, tables []string) ([][]heldRow, error) {
+	b := &pgx.Batch{}
+	for _, t := range tables {
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.name+"/"+t)
+		b.Queue(s.sql(`SELECT seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source FROM S.pending WHERE table_id = $1`), t)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	out := make([][]heldRow, len(tables))
+	for i, t := range tables {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("floor database: lock %s: %w", t, err)
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return nil, fmt.Errorf("floor database: pending rows of %s: %w", t, err)
+		}
+		for rows.Next() {
+			h := heldRow{row: &Row{Table: t}}
+			var prev, hash []byte
+			var at *time.Time
+			if err := rows.Scan(&h.row.Seq, &h.row.At, &h.row.Kind, &h.row.Shoe, &h.row.Coup, &h.row.Body, &prev, &hash, &h.since, &at, &h.src); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("floor database: pending rows of %s: %w", t, err)
+			}
+			h.row.PrevHash, h.row.Hash = toHash(prev), toHash(hash)
+			if at != nil {
+				h.at = *at
+			}
+			out[i] = append(out[i], h)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("floor database: pending rows of %s: %w", t, err)
+		}
+	}
+	return out, br.Close()
+}
+
+// queueHold queues a table's pending rows and quarantine counts.
+func (s *PGStore) queueHold(wr *pgx.Batch, w tableWrite, now time.Time) {
+	t := w.table
+	for _, h := range w.release {
+		wr.Queue(s.sql(`DELETE FROM S.pending WHERE table_id = $1 AND seq = $2 AND hash = $3`), t, h.row.Seq, h.row.Hash[:])
+	}
+	for _, h := range w.hold {
+		var at *time.Time
+		if !h.at.IsZero() {
+			at = &h.at
+		}
+		row := h.row
+		wr.Queue(s.sql(`INSERT INTO S.pending (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) ON CONFLICT DO NOTHING`),
+			t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], h.since, at, h.src)
+	}
+	for _, q := range w.quarantine {
+		wr.Queue(s.sql(`INSERT INTO S.quarantine (table_id, reason, count, last_source, last_detail, last_at) VALUES ($1,$2,$3,$4,$5,$6)
+			ON CONFLICT (table_id, reason) DO UPDATE SET count = S.quarantine.count + excluded.count, last_source = excluded.last_source,
+			last_detail = excluded.last_detail, last_at = excluded.last_at`), t, q.reason, q.n, q.src, q.detail, now)
+	}
+}
 
 // Pool is the store's connection pool.
 func (s *PGStore) Pool() *pgxpool.Pool { return s.pool }
@@ -138,22 +225,16 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 
 	// Read: each table's lock, line, the rows around the batch's rows and
 	// the checkpoints around the batch's checkpoints, in one round trip.
+	// First each table's lock and the rows it holds pending (what else
+	// is read depends on them), then the rest.
+	held, err := s.lockAndHeld(ctx, tx, tables)
+	if err != nil {
+		return nil, err
+	}
 	rd := &pgx.Batch{}
-	for _, t := range tables {
-		rd.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.name+"/"+t)
+	for i, t := range tables {
 		rd.Queue(s.sql(`SELECT contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM S.tables WHERE table_id = $1`), t)
-		var seqs, cpSeqs, cpNs []int64
-		for _, it := range byTable[t] {
-			if it.row != nil {
-				seqs = append(seqs, it.row.Seq-1, it.row.Seq, it.row.Seq+1)
-				cpSeqs = append(cpSeqs, it.row.Seq)
-			}
-			if it.cp != nil {
-				seqs = append(seqs, it.cp.Seq)
-				cpSeqs = append(cpSeqs, it.cp.Seq)
-				cpNs = append(cpNs, it.cp.SignedAt.UnixNano())
-			}
-		}
+		seqs, cpSeqs, cpNs := readSeqs(byTable[t], held[i])
 		// The seqs asked for as runs (lo..hi): a batch's rows of a table
 		// are mostly consecutive, so a range scan of the key per run reads
 		// exactly what an index probe per seq did. OFFSET 0 keeps each run
@@ -164,7 +245,7 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 		rd.Queue(s.sql(`SELECT r.seq, r.prev_hash, r.hash FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
 			LATERAL (SELECT seq, prev_hash, hash FROM S.rows WHERE table_id = $1 AND seq BETWEEN q.lo AND q.hi OFFSET 0) r`), t, lo, hi)
 		rd.Queue(s.sql(`SELECT c.seq, c.head_hash, c.signed_ns FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
-			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = $1 AND seq BETWEEN q.lo AND q.hi OFFSET 0) c`), t, cpLo, cpHi)
+			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = $1 AND verified AND seq BETWEEN q.lo AND q.hi OFFSET 0) c`), t, cpLo, cpHi)
 		rd.Queue(s.sql(`SELECT DISTINCT f.seq FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
 			LATERAL (SELECT seq FROM S.forks WHERE table_id = $1 AND seq BETWEEN q.lo AND q.hi OFFSET 0) f`), t, lo, hi)
 		// The checkpoints signed just before and after each of the batch's:
@@ -175,23 +256,20 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 		// per checkpoint (most of a catch-up batch's read).
 		nsLo, nsHi := runs(cpNs, int64(time.Minute))
 		rd.Queue(s.sql(`SELECT c.seq, c.head_hash, c.signed_ns FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
-			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns BETWEEN q.lo AND q.hi OFFSET 0) c
+			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns BETWEEN q.lo AND q.hi OFFSET 0) c
 			UNION
 			SELECT p.seq, p.head_hash, p.signed_ns FROM unnest($2::bigint[]) AS q(lo),
-			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns < q.lo ORDER BY signed_ns DESC LIMIT 1) p
+			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns < q.lo ORDER BY signed_ns DESC LIMIT 1) p
 			UNION
 			SELECT n.seq, n.head_hash, n.signed_ns FROM unnest($3::bigint[]) AS q(hi),
-			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.signed_ns > q.hi ORDER BY signed_ns LIMIT 1) n`), t, nsLo, nsHi)
+			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns > q.hi ORDER BY signed_ns LIMIT 1) n`), t, nsLo, nsHi)
 	}
 	reads := make([]tableRead, len(tables))
 	br := tx.SendBatch(ctx, rd)
 	for i := range tables {
 		reads[i] = newTableRead()
 		r := &reads[i]
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return nil, fmt.Errorf("floor database: lock %s: %w", tables[i], err)
-		}
+		r.held = held[i]
 		err := br.QueryRow().Scan(&r.st.contig, &r.st.max, &r.st.silent, &r.st.cpSeq, &r.st.cpSignedAt, &r.st.holeSince, &r.st.lastSeen, &r.st.resyncAsked)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
@@ -288,6 +366,10 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 			wr.Queue(s.sql(`INSERT INTO S.checkpoints (table_id, seq, head_hash, signed_at, signed_ns, key_id, signature, verified, witnessed_at)
 				SELECT $1, *, $9 FROM unnest($2::bigint[], $3::bytea[], $4::text[], $5::bigint[], $6::text[], $7::bytea[], $8::boolean[]) ON CONFLICT DO NOTHING`),
 				t, seq, head, at, ns, kid, sig, verified, now)
+		}
+		s.queueHold(wr, w, now)
+		if w.noLine {
+			continue
 		}
 		wr.Queue(s.sql(`INSERT INTO S.tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES ($1,$2,$3,$4,$5,false,$6,$7)
 			ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq, last_seen = GREATEST(S.tables.last_seen, excluded.last_seen),

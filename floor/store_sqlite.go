@@ -38,7 +38,7 @@ func Open(ctx context.Context, db, schema string) (Store, error) {
 }
 
 // SQLiteStore is the floor's database in one SQLite file: the laptop
-// demo's (tablectl demo --tables N without --floor-db), nothing to
+// demo's (tablectl-floor demo --tables N without --floor-db), nothing to
 // install. The tables and their meaning are PostgreSQL's (docs/floor.md);
 // times are Unix nanoseconds. Every write transaction is BEGIN IMMEDIATE:
 // one writer at a time holds the whole file, which is the per-table lock
@@ -67,6 +67,35 @@ func OpenSQLiteStore(ctx context.Context, path string) (*SQLiteStore, error) {
 		return nil, fmt.Errorf("floor database %s: create: %w", path, err)
 	}
 	return &SQLiteStore{db: db, path: path}, nil
+}
+
+// sqliteHold writes a table's pending rows and quarantine counts.
+func sqliteHold(ctx context.Context, tx *sql.Tx, w tableWrite, now time.Time) error {
+	t := w.table
+	for _, h := range w.release {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM pending WHERE table_id = ? AND seq = ? AND hash = ?`, t, h.row.Seq, h.row.Hash[:]); err != nil {
+			return fmt.Errorf("floor database: pending row %d of %s: %w", h.row.Seq, t, err)
+		}
+	}
+	for _, h := range w.hold {
+		var at int64
+		if !h.at.IsZero() {
+			at = h.at.UnixNano()
+		}
+		row := h.row
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pending (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+			t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], h.since.UnixNano(), at, h.src); err != nil {
+			return fmt.Errorf("floor database: pending row %d of %s: %w", row.Seq, t, err)
+		}
+	}
+	for _, q := range w.quarantine {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO quarantine (table_id, reason, count, last_source, last_detail, last_at) VALUES (?,?,?,?,?,?)
+			ON CONFLICT (table_id, reason) DO UPDATE SET count = quarantine.count + excluded.count, last_source = excluded.last_source,
+			last_detail = excluded.last_detail, last_at = excluded.last_at`, t, q.reason, q.n, q.src, q.detail, now.UnixNano()); err != nil {
+			return fmt.Errorf("floor database: quarantine of %s: %w", t, err)
+		}
+	}
+	return nil
 }
 
 // sqliteSchema is schemaSQL in SQLite's words.
@@ -122,6 +151,30 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 	PRIMARY KEY (table_id, seq, head_hash, signed_ns)
 );
 CREATE INDEX IF NOT EXISTS checkpoints_by_time ON checkpoints (table_id, signed_ns);
+CREATE TABLE IF NOT EXISTS pending (
+	table_id     TEXT NOT NULL,
+	seq          INTEGER NOT NULL,
+	at           TEXT NOT NULL,
+	kind         TEXT NOT NULL,
+	shoe         INTEGER NOT NULL,
+	coup         INTEGER NOT NULL,
+	body         BLOB NOT NULL,
+	prev_hash    BLOB NOT NULL,
+	hash         BLOB NOT NULL,
+	since        INTEGER NOT NULL,
+	stream_at    INTEGER NOT NULL,
+	source       TEXT NOT NULL,
+	PRIMARY KEY (table_id, seq, hash)
+);
+CREATE TABLE IF NOT EXISTS quarantine (
+	table_id     TEXT NOT NULL,
+	reason       TEXT NOT NULL,
+	count        INTEGER NOT NULL,
+	last_source  TEXT NOT NULL,
+	last_detail  TEXT NOT NULL,
+	last_at      INTEGER NOT NULL,
+	PRIMARY KEY (table_id, reason)
+);
 CREATE TABLE IF NOT EXISTS alerts (
 	id          INTEGER PRIMARY KEY AUTOINCREMENT,
 	table_id    TEXT NOT NULL,
@@ -195,18 +248,24 @@ func (s *SQLiteStore) apply(ctx context.Context, items []item, reg *Registry, wi
 			r.st.known = true
 			r.st.cpSignedAt, r.st.holeSince, r.st.lastSeen, r.st.resyncAsked = fromNS(cpAt), fromNS(hole), fromNS(seen), fromNS(asked)
 		}
-		var seqs, cpSeqs, cpNs []int64
-		for _, it := range byTable[t] {
-			if it.row != nil {
-				seqs = append(seqs, it.row.Seq-1, it.row.Seq, it.row.Seq+1)
-				cpSeqs = append(cpSeqs, it.row.Seq)
+		err = query(ctx, tx, func(rows *sql.Rows) error {
+			h := heldRow{row: &Row{Table: t}}
+			var prev, hash []byte
+			var since, at int64
+			if err := rows.Scan(&h.row.Seq, &h.row.At, &h.row.Kind, &h.row.Shoe, &h.row.Coup, &h.row.Body, &prev, &hash, &since, &at, &h.src); err != nil {
+				return err
 			}
-			if it.cp != nil {
-				seqs = append(seqs, it.cp.Seq)
-				cpSeqs = append(cpSeqs, it.cp.Seq)
-				cpNs = append(cpNs, it.cp.SignedAt.UnixNano())
+			h.row.PrevHash, h.row.Hash, h.since = toHash(prev), toHash(hash), time.Unix(0, since).UTC()
+			if at != 0 {
+				h.at = time.Unix(0, at).UTC()
 			}
+			r.held = append(r.held, h)
+			return nil
+		}, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source FROM pending WHERE table_id = ?`, t)
+		if err != nil {
+			return nil, fmt.Errorf("floor database: pending rows of %s: %w", t, err)
 		}
+		seqs, cpSeqs, cpNs := readSeqs(byTable[t], r.held)
 		err = query(ctx, tx, func(rows *sql.Rows) error {
 			var seq int64
 			var prev, hash []byte
@@ -228,7 +287,7 @@ func (s *SQLiteStore) apply(ctx context.Context, items []item, reg *Registry, wi
 			c.head = toHash(head)
 			r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
 			return nil
-		}, `SELECT seq, head_hash, signed_ns FROM checkpoints WHERE table_id = ? AND seq IN (SELECT value FROM json_each(?))`, t, jsonInts(cpSeqs))
+		}, `SELECT seq, head_hash, signed_ns FROM checkpoints WHERE table_id = ? AND verified AND seq IN (SELECT value FROM json_each(?))`, t, jsonInts(cpSeqs))
 		if err != nil {
 			return nil, fmt.Errorf("floor database: checkpoints of %s: %w", t, err)
 		}
@@ -255,10 +314,10 @@ func (s *SQLiteStore) apply(ctx context.Context, items []item, reg *Registry, wi
 			r.cpsAside = append(r.cpsAside, c)
 			return nil
 		}, `SELECT c.seq, c.head_hash, c.signed_ns FROM json_each(?2) t, checkpoints c
-			WHERE c.table_id = ?1 AND c.signed_ns = (SELECT max(signed_ns) FROM checkpoints p WHERE p.table_id = ?1 AND p.signed_ns < t.value)
+			WHERE c.table_id = ?1 AND c.verified AND c.signed_ns = (SELECT max(signed_ns) FROM checkpoints p WHERE p.table_id = ?1 AND p.verified AND p.signed_ns < t.value)
 			UNION
 			SELECT c.seq, c.head_hash, c.signed_ns FROM json_each(?2) t, checkpoints c
-			WHERE c.table_id = ?1 AND c.signed_ns = (SELECT min(signed_ns) FROM checkpoints n WHERE n.table_id = ?1 AND n.signed_ns > t.value)`, t, jsonInts(cpNs))
+			WHERE c.table_id = ?1 AND c.verified AND c.signed_ns = (SELECT min(signed_ns) FROM checkpoints n WHERE n.table_id = ?1 AND n.verified AND n.signed_ns > t.value)`, t, jsonInts(cpNs))
 		if err != nil {
 			return nil, fmt.Errorf("floor database: checkpoints of %s: %w", t, err)
 		}
@@ -289,6 +348,12 @@ func (s *SQLiteStore) apply(ctx context.Context, items []item, reg *Registry, wi
 				t, c.Seq, c.HeadHash[:], c.SignedAt.UTC().Format(time.RFC3339Nano), c.SignedAt.UnixNano(), c.KeyID, c.Signature, w.verified[k], now.UnixNano()); err != nil {
 				return nil, fmt.Errorf("floor database: checkpoint %d of %s: %w", c.Seq, t, err)
 			}
+		}
+		if err := sqliteHold(ctx, tx, w, now); err != nil {
+			return nil, err
+		}
+		if w.noLine {
+			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES (?1,?2,?3,?4,?5,0,?6,?7)
 			ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq, last_seen = max(coalesce(tables.last_seen, excluded.last_seen), excluded.last_seen),

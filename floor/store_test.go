@@ -82,6 +82,22 @@ func rowItems(rows []Row) []item {
 
 func cpItem(cp audit.Checkpoint) item { return item{table: cp.Table, cp: &cp} }
 
+// sign follows each row item of its with the checkpoint its table signs
+// over it (the controller's checkpoint_every 1), stored by the stream at
+// the same time as the row.
+func (c *chain) sign(its []item) []item {
+	var out []item
+	for _, it := range its {
+		out = append(out, it)
+		if it.row != nil {
+			cp := cpItem(c.checkpoint(it.row.Seq, t0.Add(time.Duration(it.row.Seq)*10*time.Millisecond)))
+			cp.at = it.at
+			out = append(out, cp)
+		}
+	}
+	return out
+}
+
 // storeKinds are the floor's stores: every store test runs on each, so
 // the laptop's SQLite is held to what the floor's PostgreSQL is.
 var storeKinds = []struct {
@@ -282,10 +298,18 @@ func TestStoreTamper(t *testing.T) {
 			c.extend(5, "forged")
 			return append(rowItems(c.rows[20:]), cpItem(c.checkpoint(25, t0.Add(time.Hour))))
 		}, []storedAlert{{AlertBrokenLink, 21}}},
-		{"rewritten rows republished (resync)", func(c *chain) []item {
+		{"rewritten rows republished and re-signed", func(c *chain) []item {
+			c.rewrite(11, "forged")
+			return append(rowItems(c.rows[10:12]), cpItem(c.checkpoint(12, t0.Add(time.Hour))))
+		}, []storedAlert{{AlertCheckpointBack, 12}, {AlertFork, 11}}}, // one fork alert for the run; each kept in forks
+		{"rewritten rows republished unsigned: held, not judged", func(c *chain) []item {
 			c.rewrite(11, "forged")
 			return rowItems(c.rows[10:12])
-		}, []storedAlert{{AlertFork, 11}}}, // one alert for the run; each kept in forks
+		}, nil},
+		{"the next rows, hash and link right, unsigned: held, not judged", func(c *chain) []item {
+			c.extend(2, "anyone's")
+			return rowItems(c.rows[20:])
+		}, nil},
 		{"checkpoint over a rewritten head", func(c *chain) []item {
 			c.rewrite(15, "forged")
 			return []item{cpItem(c.checkpoint(20, t0.Add(time.Hour)))}
@@ -298,22 +322,27 @@ func TestStoreTamper(t *testing.T) {
 			r := c.rows[20]
 			r.Body = []byte(`{"card":"9H"}`)
 			return rowItems([]Row{r})
-		}, []storedAlert{{AlertBadHash, 21}}},
+		}, []storedAlert{{AlertQuarantined, 0}}},
 		{"signed by another key", func(c *chain) []item {
 			c.extend(1, "")
 			_, other, _ := ed25519.GenerateKey(nil)
 			cp := c.checkpoint(21, t0.Add(time.Hour))
 			cp.Signature = ed25519.Sign(other, cp.Message())
 			return append(rowItems(c.rows[20:]), cpItem(cp))
-		}, []storedAlert{{AlertCheckpointSig, 21}}},
-		{"checkpoint ahead of the rows, then a row that differs", func(c *chain) []item {
+		}, []storedAlert{{AlertQuarantined, 0}}},
+		{"another table's checkpoint on this table's subject", func(c *chain) []item {
+			other := newChain(t, "BAC-99", 30)
+			cp := other.checkpoint(25, t0.Add(time.Hour))
+			return []item{{table: c.table, cp: &cp}}
+		}, []storedAlert{{AlertQuarantined, 0}}},
+		{"checkpoint ahead of the rows, then unsigned rows that differ: held, not judged", func(c *chain) []item {
 			honest := *c
 			honest.rows = slices.Clone(c.rows)
 			honest.extend(3, "")
 			cp := honest.checkpoint(23, t0.Add(time.Hour))
 			c.extend(3, "other")
 			return append([]item{cpItem(cp)}, rowItems(c.rows[20:])...)
-		}, []storedAlert{{AlertCheckpointClash, 23}}},
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eachStore(t, func(t *testing.T, s Store) {
@@ -353,26 +382,26 @@ func testStoreGap(t *testing.T, s Store) {
 	c := newChain(t, "BAC-08", 100)
 	c.registry(reg)
 	for _, part := range [][2]int{{0, 10}, {40, 70}, {20, 30}, {90, 100}} {
-		if _, err := s.apply(ctx, rowItems(c.rows[part[0]:part[1]]), reg, "w", time.Now()); err != nil {
+		if _, err := s.apply(ctx, c.sign(rowItems(c.rows[part[0]:part[1]])), reg, "w", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if contig, max := contigOf(t, s, c.table); contig != 10 || max != 100 {
 		t.Fatalf("contig %d max %d, want 10 100", contig, max)
 	}
-	if _, err := s.apply(ctx, rowItems(c.rows[10:20]), reg, "w", time.Now()); err != nil {
+	if _, err := s.apply(ctx, c.sign(rowItems(c.rows[10:20])), reg, "w", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if contig, _ := contigOf(t, s, c.table); contig != 30 {
 		t.Fatalf("contig %d, want 30", contig)
 	}
-	if _, err := s.apply(ctx, rowItems(c.rows[30:40]), reg, "w", time.Now()); err != nil {
+	if _, err := s.apply(ctx, c.sign(rowItems(c.rows[30:40])), reg, "w", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if contig, _ := contigOf(t, s, c.table); contig != 70 {
 		t.Fatalf("contig %d, want 70", contig)
 	}
-	if _, err := s.apply(ctx, rowItems(c.rows[70:90]), reg, "w", time.Now()); err != nil {
+	if _, err := s.apply(ctx, c.sign(rowItems(c.rows[70:90])), reg, "w", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if contig, _ := contigOf(t, s, c.table); contig != 100 {
@@ -392,7 +421,7 @@ func testStoreTailGap(t *testing.T, s Store) {
 	reg := &Registry{Heartbeat: time.Minute, Tables: map[string]TableEntry{}}
 	c := newChain(t, "BAC-09", 20)
 	c.registry(reg)
-	if _, err := s.apply(ctx, append(rowItems(c.rows[:17]), cpItem(c.checkpoint(20, t0.Add(time.Minute)))), reg, "w", time.Now()); err != nil {
+	if _, err := s.apply(ctx, append(c.sign(rowItems(c.rows[:17])), cpItem(c.checkpoint(20, t0.Add(time.Minute)))), reg, "w", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if contig, max := contigOf(t, s, c.table); contig != 17 || max != 20 {
@@ -453,7 +482,7 @@ func TestWitnessScan(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.apply(ctx, append(rowItems(c.rows[:10]), rowItems(c.rows[19:30])...), reg, "w", t0); err != nil {
+		if _, err := s.apply(ctx, c.sign(append(rowItems(c.rows[:10]), rowItems(c.rows[19:30])...)), reg, "w", t0); err != nil {
 			t.Fatal(err)
 		}
 		scan(time.Second)
@@ -471,7 +500,7 @@ func TestWitnessScan(t *testing.T) {
 		if len(got) != 1 {
 			t.Fatalf("asked again before ResyncEvery: %+v", got[1:])
 		}
-		if _, err := s.apply(ctx, rowItems(c.rows[10:19]), reg, "w", t0.Add(11*time.Second)); err != nil {
+		if _, err := s.apply(ctx, c.sign(rowItems(c.rows[10:19])), reg, "w", t0.Add(11*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		scan(12 * time.Second)
@@ -488,7 +517,7 @@ func TestWitnessScan(t *testing.T) {
 		if o := open(); !slices.Equal(o, []string{"silent 30"}) {
 			t.Fatalf("after the heartbeat: %v, want silent", o)
 		}
-		if _, err := s.apply(ctx, rowItems(c.rows[30:31]), reg, "w", t0.Add(80*time.Second)); err != nil {
+		if _, err := s.apply(ctx, c.sign(rowItems(c.rows[30:31])), reg, "w", t0.Add(80*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if o := open(); len(o) != 0 {
@@ -506,7 +535,7 @@ func TestWitnessScanBehind(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		ctx := context.Background()
 		w, clk, reg, c := scanWitness(t, s, "BAC-11", 12, nil)
-		if _, err := s.apply(ctx, rowItems(c.rows[:10]), reg, "w", t0); err != nil {
+		if _, err := s.apply(ctx, c.sign(rowItems(c.rows[:10])), reg, "w", t0); err != nil {
 			t.Fatal(err)
 		}
 		open := func() []string {
@@ -534,7 +563,7 @@ func TestWitnessScanBehind(t *testing.T) {
 			t.Fatalf("a heartbeat of stream time witnessed after the table's last row: %v, want it silent", o)
 		}
 		// Its next row, stored after the silence, resolves it.
-		if _, err := s.apply(ctx, rowItems(c.rows[10:11]), reg, "w", t0.Add(2*time.Minute)); err != nil {
+		if _, err := s.apply(ctx, c.sign(rowItems(c.rows[10:11])), reg, "w", t0.Add(2*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if o := open(); len(o) != 0 {
@@ -593,12 +622,12 @@ func TestWitnessSilenceInStream(t *testing.T) {
 		}
 		items[10].at = t0.Add(9*time.Second + time.Minute + time.Millisecond) // heartbeat 1m
 		items[11].at = items[10].at.Add(time.Second)
-		if _, err := s.apply(ctx, items[:10], reg, "w", t0.Add(time.Hour)); err != nil {
+		if _, err := s.apply(ctx, c.sign(items[:10]), reg, "w", t0.Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		// Witnessed an hour late, and twice (a second witness's copy).
 		for range 2 {
-			a, err := s.apply(ctx, items[10:], reg, "w", t0.Add(time.Hour))
+			a, err := s.apply(ctx, c.sign(items[10:]), reg, "w", t0.Add(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}

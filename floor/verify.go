@@ -11,7 +11,7 @@ import (
 )
 
 // TrailReport is a table's trail compared with what the floor witnessed
-// of it (tablectl audit verify --witness).
+// of it (tablectl-floor verify).
 type TrailReport struct {
 	Table string `json:"table"`
 	// Rows is how many of the trail's rows the witness holds, hash for

@@ -170,6 +170,9 @@ func (v *View) take(subject string, data []byte) {
 	if err != nil || len(data) > MaxMessageBytes {
 		return
 	}
+	if len(v.reg.Tables) > 0 && v.reg.Tables[table].Keys == nil {
+		return // not the floor's: invented ids make no lines
+	}
 	switch kind {
 	case KindStatus:
 		var s mqttpub.Status

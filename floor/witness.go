@@ -46,7 +46,7 @@ const (
 	DefaultMaxAge = 7 * 24 * time.Hour
 )
 
-// Config is a witness's settings (tablectl witness's flags).
+// Config is a witness's settings (tablectl-floor witness's flags).
 type Config struct {
 	// Name names this witness in logs and alerts.
 	Name string
@@ -124,9 +124,12 @@ func (c *Config) defaults() {
 
 // Witness is one running witness.
 type Witness struct {
-	cfg    Config
-	nc     *nats.Conn
-	js     jetstream.JetStream
+	cfg Config
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	// sm guards stream, cons and pinned: the guard makes them again when
+	// they are lost (guard.go).
+	sm     sync.Mutex
 	stream jetstream.Stream
 	cons   jetstream.Consumer
 	// pinned: the consumer is pinned to one witness at a time and
@@ -150,6 +153,8 @@ type Witness struct {
 	// the floor's backlog.
 	caughtUp time.Time
 	shoes    *shoeWatch // nil: off
+	// dropped counts the messages dropped before judging, by reason.
+	dropped map[string]*dropCount
 }
 
 func (w *Witness) setCaughtUp() {
@@ -161,6 +166,9 @@ func (w *Witness) setCaughtUp() {
 // Stats count what a witness did.
 type Stats struct {
 	Messages, Rows, Checkpoints, Batches, Alerts, Resyncs int64
+	// Dropped counts the messages dropped before judging (too big, on no
+	// table's subject, of an unregistered table).
+	Dropped int64
 }
 
 // Stats is what the witness did so far.
@@ -174,36 +182,47 @@ func (w *Witness) Stats() Stats {
 // checkpoints, if it is missing, and returns it.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int, maxAge time.Duration) (jetstream.Stream, error) {
 	// A cluster just started, or one that lost a node, answers only once
-	// it has a JetStream leader: try for a while.
-	var err error
-	for try := 0; try < 30; try++ {
-		var s jetstream.Stream
-		// Each try bounded: a request sent before the cluster has a
-		// JetStream leader gets no answer, and would wait out ctx.
-		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		s, err = ensureStream(tctx, js, name, subjects, replicas, maxAge)
-		cancel()
-		if err == nil {
-			return s, nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	return nil, err
+	// it has a JetStream leader: try for a while, each try bounded (a
+	// request sent before the cluster has a JetStream leader gets no
+	// answer, and would wait out ctx).
+	var s jetstream.Stream
+	err := retry(ctx, clock.Real, 30, 5*time.Second, time.Second, func(ctx context.Context) error {
+		var err error
+		s, err = ensureStream(ctx, js, name, subjects, replicas, maxAge)
+		return err
+	})
+	return s, err
+}
+
+// StreamConfig is the configuration of the stream of every table's
+// events and checkpoints: a message over MaxMessageBytes is refused by
+// the broker, never stored.
+func StreamConfig(name string, subjects Subjects, replicas int, maxAge time.Duration) jetstream.StreamConfig {
+	return jetstream.StreamConfig{Name: name, Subjects: subjects.Stream(), Replicas: replicas,
+		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy, MaxAge: maxAge, Discard: jetstream.DiscardOld,
+		MaxMsgSize: MaxMessageBytes}
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int, maxAge time.Duration) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, name)
 	if err == nil {
+		// Made by an earlier version, or changed while no witness ran:
+		// set back to what the witness relies on (the guard alerts a
+		// change while it runs).
+		want := StreamConfig(name, subjects, replicas, maxAge)
+		if diff := streamDiff(s.CachedInfo().Config, want); diff != "" {
+			u, err := js.UpdateStream(ctx, want)
+			if err != nil {
+				return nil, fmt.Errorf("stream %s is not as the witness makes it (%s): %w", name, diff, err)
+			}
+			return u, nil
+		}
 		return s, nil
 	}
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("stream %s: %w", name, err)
 	}
-	s, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects.Stream(), Replicas: replicas,
-		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy, MaxAge: maxAge, Discard: jetstream.DiscardOld})
+	s, err = js.CreateStream(ctx, StreamConfig(name, subjects, replicas, maxAge))
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return js.Stream(ctx, name)
 	}
@@ -218,22 +237,28 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, name string, subj
 // publish both retained; NATS keeps MQTT's retained messages for MQTT
 // subscribers only, so the floor keeps its own last value of each.
 func EnsureStatusStream(ctx context.Context, js jetstream.JetStream, name string, subjects Subjects, replicas int) (jetstream.Stream, error) {
-	cfg := jetstream.StreamConfig{Name: name, Subjects: subjects.Status(), Replicas: replicas, Storage: jetstream.FileStorage,
-		Retention: jetstream.LimitsPolicy, MaxMsgsPerSubject: 1, MaxMsgSize: MaxMessageBytes, Discard: jetstream.DiscardOld}
-	var err error
-	for try := 0; try < 30; try++ {
-		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		s, err := js.CreateOrUpdateStream(tctx, cfg)
-		cancel()
-		if err == nil {
-			return s, nil
+	cfg := statusStreamConfig(name, subjects, replicas)
+	var s jetstream.Stream
+	err := retry(ctx, clock.Real, 30, 5*time.Second, time.Second, func(ctx context.Context) error {
+		var err error
+		// As made already: used as it is (only the admin's login may
+		// change a stream on a floor with logins).
+		if s, err = js.Stream(ctx, name); err == nil && streamDiff(s.CachedInfo().Config, cfg) == "" {
+			return nil
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Second)
+		s, err = js.CreateOrUpdateStream(ctx, cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("status stream %s: %w", name, err)
 	}
-	return nil, fmt.Errorf("status stream %s: %w", name, err)
+	return s, nil
+}
+
+// statusStreamConfig is the configuration of the status stream.
+func statusStreamConfig(name string, subjects Subjects, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{Name: name, Subjects: subjects.Status(), Replicas: replicas, Storage: jetstream.FileStorage,
+		Retention: jetstream.LimitsPolicy, MaxMsgsPerSubject: 1, MaxMsgSize: MaxMessageBytes, Discard: jetstream.DiscardOld}
 }
 
 // New connects to the floor broker, makes sure of the stream and the
@@ -324,6 +349,11 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, version string, cfg
 		cc.PriorityGroups = []string{PriorityGroup}
 		cc.PinnedTTL = pinnedTTL
 	}
+	// As made already: used as it is (a witness's login may not create
+	// or change consumers on a floor with logins; the admin's makes it).
+	if c, err := s.Consumer(ctx, cfg.Consumer); err == nil && consumerFits(c.CachedInfo().Config, cc) {
+		return c, pinned, nil
+	}
 	c, err := s.CreateOrUpdateConsumer(ctx, cc)
 	if err != nil {
 		return nil, false, fmt.Errorf("consumer %s: %w", cfg.Consumer, err)
@@ -335,6 +365,14 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, version string, cfg
 		return nil, false, fmt.Errorf("consumer %s: the floor broker (%s) did not make it pinned; delete it and use nats-server 2.11 or later", cfg.Consumer, version)
 	}
 	return c, pinned, nil
+}
+
+// consumerFits tells whether a consumer made already is as want says.
+func consumerFits(have, want jetstream.ConsumerConfig) bool {
+	return have.AckPolicy == want.AckPolicy && have.DeliverPolicy == want.DeliverPolicy && have.AckWait == want.AckWait &&
+		have.MaxAckPending == want.MaxAckPending && have.MaxRequestBatch == want.MaxRequestBatch &&
+		have.PriorityPolicy == want.PriorityPolicy && have.PinnedTTL == want.PinnedTTL &&
+		have.FilterSubject == "" && len(have.FilterSubjects) == 0
 }
 
 func isPinned(c jetstream.ConsumerConfig) bool {
@@ -373,10 +411,13 @@ func (w *Witness) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); w.scanLoop(ctx) }()
 	defer wg.Wait()
+	kick := make(chan struct{}, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); w.guardLoop(ctx, kick) }()
 	// The next batch is fetched while this one commits.
 	batches := make(chan fetched, 1)
 	wg.Add(1)
-	go func() { defer wg.Done(); w.fetchLoop(ctx, batches) }()
+	go func() { defer wg.Done(); w.fetchLoop(ctx, batches, kick) }()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		var fb fetched
@@ -406,14 +447,17 @@ type fetched struct {
 }
 
 // fetchLoop fetches batches until ctx is done.
-func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched) {
+// A failed fetch kicks the guard, which checks the stream and the
+// consumer at once.
+func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched, kick chan<- struct{}) {
 	for ctx.Err() == nil {
 		var fb fetched
 		opts := []jetstream.FetchOpt{jetstream.FetchMaxWait(250 * time.Millisecond)}
-		if w.pinned {
+		if w.isPinned() {
 			opts = append(opts, jetstream.FetchPriorityGroup(PriorityGroup))
 		}
-		b, err := w.cons.Fetch(w.cfg.Batch, opts...)
+		_, cons := w.consumer()
+		b, err := cons.Fetch(w.cfg.Batch, opts...)
 		if err != nil {
 			// Not deliverable now (a node down, the consumer moving): again.
 			fb.err = fmt.Errorf("fetch: %w", err)
@@ -435,6 +479,10 @@ func (w *Witness) fetchLoop(ctx context.Context, out chan<- fetched) {
 			return
 		}
 		if fb.err != nil {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
 			clock.Sleep(ctx, w.cfg.Clock, 250*time.Millisecond)
 		}
 	}
@@ -450,9 +498,10 @@ func (w *Witness) once(ctx context.Context, fb fetched) error {
 		// A pinned consumer gives a witness standing by nothing while the
 		// pinned one works through a backlog: caught up only when the
 		// stream has nothing left to deliver.
-		if !w.pinned {
+		_, cons := w.consumer()
+		if !w.isPinned() {
 			w.setCaughtUp()
-		} else if info, err := w.cons.Info(ctx); err == nil && info.NumPending == 0 {
+		} else if info, err := cons.Info(ctx); err == nil && info.NumPending == 0 {
 			w.setCaughtUp()
 		}
 		return nil
@@ -486,24 +535,98 @@ type prepared struct {
 func (w *Witness) prepare(msgs []jetstream.Msg) prepared {
 	p := prepared{msgs: msgs, items: make([]item, 0, len(msgs)), seqs: make([]uint64, len(msgs))}
 	for i, m := range msgs {
-		it := w.read(m.Subject(), m.Data())
+		var src string
+		if md, err := m.Metadata(); err == nil {
+			p.seqs[i] = md.Sequence.Stream
+			src = fmt.Sprintf("subject %s, stream seq %d", m.Subject(), md.Sequence.Stream)
+		} else {
+			src = "subject " + m.Subject()
+		}
+		it, dropped := w.admit(m.Subject(), m.Data(), src)
+		if dropped {
+			continue
+		}
 		if md, err := m.Metadata(); err == nil {
 			it.at = md.Timestamp.UTC()
-			p.seqs[i] = md.Sequence.Stream
 		}
 		if it.row != nil {
 			p.rows++
 		} else if it.cp != nil {
 			p.cps++
 		}
-		if it.table != "" {
-			p.items = append(p.items, it)
-		} else {
-			w.log.Warn("message on no table's subject", "subject", m.Subject(), "err", it.bad)
-		}
+		p.items = append(p.items, it)
 	}
 	verifyAll(p.items, w.cfg.Registry)
 	return p
+}
+
+// admit reads one message, or drops it before any judging: one too big,
+// on no table's subject, or of a table not in the registry. Those are
+// counted and alerted once an interval (Witness.drop), never stored: an
+// invented table id must cost the floor nothing.
+func (w *Witness) admit(subject string, data []byte, src string) (item, bool) {
+	if len(data) > MaxMessageBytes {
+		w.drop(QuarantineOversized, subject, src)
+		return item{}, true
+	}
+	it := w.read(subject, data)
+	switch {
+	case it.table == "":
+		w.drop(QuarantineNoTable, subject, src)
+		return item{}, true
+	case w.cfg.Registry.Tables[it.table].Keys == nil:
+		w.drop(QuarantineUnregistered, subject, src)
+		return item{}, true
+	}
+	it.src = src
+	return it, false
+}
+
+// DropAlertEvery: one alert per reason a message was dropped before
+// judging, per interval, with the count since the last.
+const DropAlertEvery = time.Minute
+
+// dropCount is what was dropped for one reason since its last alert.
+type dropCount struct {
+	n, total int64
+	first    string // the first subject since the last alert
+	alerted  time.Time
+}
+
+// drop counts a message dropped before judging and raises, at most once
+// an interval per reason, an alert naming the first source since the
+// last: published on floor/alerts and logged, not stored.
+func (w *Witness) drop(reason, subject, src string) {
+	now := w.cfg.Clock.Now()
+	w.mu.Lock()
+	if w.dropped == nil {
+		w.dropped = map[string]*dropCount{}
+	}
+	d := w.dropped[reason]
+	if d == nil {
+		d = &dropCount{}
+		w.dropped[reason] = d
+	}
+	d.n++
+	d.total++
+	w.stats.Dropped++
+	if d.first == "" {
+		d.first = src
+	}
+	var a *Alert
+	if now.Sub(d.alerted) >= DropAlertEvery {
+		// No table: the floor view keeps no line for an invented id.
+		a = &Alert{State: "raised", Kind: AlertUnregistered, Witness: w.cfg.Name, At: now.UTC(),
+			Message: fmt.Sprintf("%d message(s) dropped before judging (%s; %d in all), first from %s", d.n, reason, d.total, d.first)}
+		if reason == QuarantineOversized || reason == QuarantineNoTable {
+			a.Kind = AlertQuarantined
+		}
+		d.n, d.first, d.alerted = 0, "", now
+	}
+	w.mu.Unlock()
+	if a != nil {
+		w.publish([]Alert{*a})
+	}
 }
 
 // commit stores a prepared batch and acknowledges its messages.
@@ -516,7 +639,7 @@ func (w *Witness) commit(ctx context.Context, p prepared) error {
 		return err
 	}
 	alerts = append(alerts, w.shoes.take(ctx, p.items, w.cfg.Store)...)
-	if w.pinned {
+	if w.isPinned() {
 		w.ackCommitted(ctx, p)
 	} else {
 		for _, m := range p.msgs {
@@ -605,11 +728,12 @@ func ackRun(seqs []uint64, order []int, floor uint64) (int, uint64) {
 func (w *Witness) ackFloor(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ci, err := w.cons.Info(ctx)
+	stream, cons := w.consumer()
+	ci, err := cons.Info(ctx)
 	if err != nil {
 		return 0, err
 	}
-	si, err := w.stream.Info(ctx)
+	si, err := stream.Info(ctx)
 	if err != nil {
 		return 0, err
 	}

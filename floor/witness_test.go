@@ -2,14 +2,18 @@ package floor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/internal/floortest"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/internal/testenv"
@@ -57,8 +61,9 @@ func TestServerAtLeast(t *testing.T) {
 	}
 }
 
-// pinFloor is a stream of one table's rows (a row's stream sequence is
-// its seq) and a database, for the consumer's tests.
+// pinFloor is a stream of one table's rows, each followed by the
+// checkpoint the table signs over it (row seq k is stream seq 2k-1, its
+// checkpoint 2k), and a database, for the consumer's tests.
 type pinFloor struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -95,6 +100,10 @@ func newPinFloor(t *testing.T, rows int) *pinFloor {
 		if _, err := js.PublishAsync(f.subj.root()+".PIN-1.pit.events", rowPayload(r)); err != nil {
 			t.Fatal(err)
 		}
+		cp, _ := json.Marshal(c.checkpoint(r.Seq, t0.Add(time.Duration(r.Seq)*time.Millisecond)))
+		if _, err := js.PublishAsync(f.subj.root()+".PIN-1.pit.checkpoint", cp); err != nil {
+			t.Fatal(err)
+		}
 	}
 	select {
 	case <-js.PublishAsyncComplete():
@@ -105,7 +114,7 @@ func newPinFloor(t *testing.T, rows int) *pinFloor {
 }
 
 func (f *pinFloor) config(name string) Config {
-	return Config{Name: name, NATS: f.nc.ConnectedUrl(), Stream: f.stream, Consumer: "witness", Replicas: 3, Subjects: f.subj,
+	return Config{Name: name, NATS: f.nc.ConnectedUrl(), Stream: f.stream, Consumer: "witness", Replicas: 3, Subjects: f.subj, MaxAge: time.Hour,
 		Store: f.store, Registry: f.reg, Logger: quietLog(), Batch: 500}
 }
 
@@ -156,7 +165,7 @@ func TestWitnessPinnedTakeOver(t *testing.T) {
 	if n != 500 {
 		t.Fatalf("a took %d messages, want 500 (%v)", n, held.Error())
 	}
-	a.Close() // dies with rows 1..500 unacknowledged and not stored
+	a.Close() // dies with rows 1..250 and their checkpoints unacknowledged and not stored
 
 	b, err := New(ctx, f.config("b"))
 	if err != nil {
@@ -172,13 +181,15 @@ func TestWitnessPinnedTakeOver(t *testing.T) {
 			t.Fatal(err)
 		}
 		contig, maxSeq := f.stored(t)
-		if int64(ci.AckFloor.Stream) > contig {
+		// Stream seq 2*contig+1 is row contig+1, which may be held
+		// pending (committed) until its checkpoint, the next message.
+		if int64(ci.AckFloor.Stream) > 2*contig+1 {
 			t.Fatalf("the consumer acknowledged up to stream seq %d, PostgreSQL holds rows 1..%d (highest %d)", ci.AckFloor.Stream, contig, maxSeq)
 		}
-		if contig == 0 && maxSeq > 500 {
+		if contig == 0 && maxSeq > 250 {
 			above = true
 		}
-		if contig == int64(f.rows) && ci.AckFloor.Stream == uint64(f.rows) && ci.NumAckPending == 0 && ci.NumPending == 0 {
+		if contig == int64(f.rows) && ci.AckFloor.Stream == uint64(2*f.rows) && ci.NumAckPending == 0 && ci.NumPending == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -238,12 +249,191 @@ func TestWitnessExplicitAcks(t *testing.T) {
 		if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
 			t.Fatalf("consumer's ack policy became %s", info.Config.AckPolicy)
 		}
-		if contig == int64(f.rows) && info.AckFloor.Stream == uint64(f.rows) && info.NumAckPending == 0 {
+		if contig == int64(f.rows) && info.AckFloor.Stream == uint64(2*f.rows) && info.NumAckPending == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after 60s: rows 1..%d stored (highest %d), acknowledged to %d", contig, maxSeq, info.AckFloor.Stream)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWitnessGuardsStreams: the stream deleted (anyone the broker lets
+// use the JetStream API), then the shared consumer, then the stream's
+// subjects narrowed: each raises stream_lost on floor/alerts (within
+// GuardEvery of a failed fetch or a check), is made or set back again as
+// far as the witness's login may, the alert resolved, and the table's
+// next rows and checkpoints are witnessed.
+func TestWitnessGuardsStreams(t *testing.T) {
+	testenv.Long(t, "the witness's guard of its streams (a NATS cluster, PostgreSQL)")
+	f := newPinFloor(t, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var alerts []Alert
+	cfg := f.config("g")
+	cfg.OnAlert = func(a Alert) {
+		mu.Lock()
+		alerts = append(alerts, a)
+		mu.Unlock()
+	}
+	w, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	// Each step deals a new table's rows and checkpoints (registered
+	// while the witness runs: the registry is read at each batch).
+	step := 0
+	witnessed := func(table string, n int64) bool {
+		var got int64
+		f.store.pool.QueryRow(ctx, f.store.sql(`SELECT coalesce(max(contig),0) FROM S.tables WHERE table_id = $1`), table).Scan(&got)
+		return got >= n
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("no %s after 60s; alerts %+v", what, alerts)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	alerted := func(state, kind string) func() bool {
+		n := 0
+		mu.Lock()
+		for _, a := range alerts {
+			if a.State == state && a.Kind == kind {
+				n++
+			}
+		}
+		mu.Unlock()
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			k := 0
+			for _, a := range alerts {
+				if a.State == state && a.Kind == kind {
+					k++
+				}
+			}
+			return k > n
+		}
+	}
+	dealOn := func() {
+		t.Helper()
+		step++
+		table := fmt.Sprintf("G-%d", step)
+		ch := newChain(t, table, 3)
+		ch.registry(f.reg)
+		for _, r := range ch.rows {
+			if _, err := f.js.Publish(ctx, f.subj.root()+"."+table+".pit.events", rowPayload(r)); err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+			cp, _ := json.Marshal(ch.checkpoint(r.Seq, t0.Add(time.Duration(r.Seq)*time.Millisecond)))
+			if _, err := f.js.Publish(ctx, f.subj.root()+"."+table+".pit.checkpoint", cp); err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+		}
+		waitFor(table+"'s rows witnessed", func() bool { return witnessed(table, 3) })
+	}
+	waitFor("the floor's rows witnessed", func() bool { return witnessed("PIN-1", 4) })
+	for _, tc := range []struct {
+		name   string
+		attack func() error
+	}{
+		{"stream deleted", func() error { return f.js.DeleteStream(ctx, f.stream) }},
+		{"consumer deleted", func() error { return f.js.DeleteConsumer(ctx, f.stream, "witness") }},
+		{"subjects narrowed", func() error {
+			_, err := f.js.UpdateStream(ctx, jetstream.StreamConfig{Name: f.stream, Subjects: []string{f.subj.root() + ".NONE.pit.events"}, Replicas: 3,
+				Storage: jetstream.FileStorage, MaxAge: time.Hour, MaxMsgSize: MaxMessageBytes})
+			return err
+		}},
+	} {
+		raised, resolved := alerted("raised", AlertStreamLost), alerted("resolved", AlertStreamLost)
+		if err := tc.attack(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		waitFor(tc.name+": stream_lost raised", raised)
+		waitFor(tc.name+": stream_lost resolved", resolved)
+		dealOn()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range alerts {
+		if a.Tamper {
+			t.Errorf("a tamper alert: %+v", a)
+		}
+	}
+}
+
+// TestWitnessStalled: messages given out and none acknowledged (a
+// witness that cannot commit) is witness_stalled once StallAfter has
+// passed on the witness's clock, not before, and resolved once the
+// consumer moves again.
+func TestWitnessStalled(t *testing.T) {
+	testenv.Long(t, "a stalled witness (a NATS cluster, PostgreSQL)")
+	f := newPinFloor(t, 4)
+	ctx := context.Background()
+	clk := clock.NewFake(time.Now())
+	var got []string
+	cfg := f.config("s")
+	cfg.Clock = clk
+	cfg.OnAlert = func(a Alert) { got = append(got, a.State+" "+a.Kind) }
+	w, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// The witness takes every message and dies before committing.
+	_, cons := w.consumer()
+	opts := []jetstream.FetchOpt{jetstream.FetchMaxWait(5 * time.Second)}
+	if w.isPinned() {
+		opts = append(opts, jetstream.FetchPriorityGroup(PriorityGroup))
+	}
+	b, err := cons.Fetch(8, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []jetstream.Msg
+	for m := range b.Messages() {
+		msgs = append(msgs, m)
+	}
+	if len(msgs) != 8 {
+		t.Fatalf("fetched %d messages, want 8 (%v)", len(msgs), b.Error())
+	}
+	g := &guardState{lost: map[string]bool{}, movedAt: clk.Now()}
+	for _, step := range []struct {
+		after time.Duration
+		want  []string
+	}{
+		{0, nil},
+		{StallAfter - time.Second, nil},
+		{time.Second, []string{"raised witness_stalled"}},
+		{GuardEvery, []string{"raised witness_stalled"}}, // once
+	} {
+		clk.Advance(step.after)
+		w.guard(ctx, g)
+		if !slices.Equal(got, step.want) {
+			t.Fatalf("%s on: alerts %v, want %v", step.after, got, step.want)
+		}
+	}
+	// Committed at last: the consumer moves.
+	if err := w.Apply(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	w.guard(ctx, g)
+	if want := []string{"raised witness_stalled", "resolved witness_stalled"}; !slices.Equal(got, want) {
+		t.Fatalf("after the commit: %v, want %v", got, want)
 	}
 }

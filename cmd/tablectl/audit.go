@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -12,13 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/tablectl/tablectl/signedcmd"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/coup"
-	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 )
 
@@ -65,10 +62,12 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 	noSigs := fs.Bool("no-signatures", false, "check the chain only: without it, a run with no --pubkey fails")
 	everySig := fs.Bool("every-signature", false, "check every checkpoint's signature (forensic), not only the newest checkpoint's, which through the chain covers every row before it")
 	keyring := fs.String("keyring", "", "re-verify every recorded command against this supervisors' keyring `file`")
-	witness := fs.String("witness", "", "compare the trail row by row with the floor's witnessed copy: the floor database: its `URL` (postgres://...) or SQLite file (the demo's; docs/floor.md)")
-	witnessSchema := fs.String("witness-schema", "floor", "the floor's `schema` in the witness's database")
+	witness := fs.String("witness", "", "the comparison with the floor's witnessed copy (a database `URL`) is the floor's binary's: tablectl-floor verify (docs/floor.md)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *witness != "" {
+		return usageError(fs, "--witness: the comparison with the floor's witnessed copy is the floor's binary's: tablectl-floor verify --db %s --pubkey FILE --witness %s (docs/floor.md)", *db, *witness)
 	}
 	if *db == "" {
 		return usageError(fs, "--db is required")
@@ -111,25 +110,7 @@ func runAuditVerify(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var witnessed *floor.TrailReport
-	if *witness != "" {
-		if witnessed, err = verifyAgainstWitness(*db, *witness, *witnessSchema); err != nil {
-			return err
-		}
-		if *asJSON {
-			err = json.NewEncoder(stdout).Encode(witnessed)
-		} else {
-			err = witnessed.WriteText(stdout)
-		}
-		if err != nil {
-			return err
-		}
-	}
 	switch {
-	case witnessed != nil && witnessed.NothingWitnessed:
-		return fmt.Errorf("%w: the witness holds no row of table %s to compare with", errUnverified, witnessed.Table)
-	case witnessed != nil && !witnessed.OK():
-		return fmt.Errorf("%w: it differs from what the floor witnessed", errTampered)
 	case rep.Tampered():
 		return fmt.Errorf("%w: %d findings", errTampered, int64(len(rep.Findings))+rep.Omitted)
 	case rep.Unverifiable != "":
@@ -161,32 +142,6 @@ func checkCommands(db, keyringFile string, report func(audit.Finding)) error {
 		report(audit.Finding{Kind: audit.FindingForgedCommand, Seq: f.Seq, Detail: f.Detail})
 	}
 	return nil
-}
-
-// verifyAgainstWitness compares the trail at db with the floor's copy in
-// the database at url.
-func verifyAgainstWitness(db, url, schema string) (*floor.TrailReport, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	r, err := audit.OpenReader(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
-		// A SQLite witness must be there: opening a path that is not
-		// would make an empty one, against which every row is merely
-		// "never witnessed".
-		if _, err := os.Stat(strings.TrimPrefix(url, "sqlite:")); err != nil {
-			return nil, fmt.Errorf("witness: %w", err)
-		}
-	}
-	st, err := floor.Open(ctx, url, schema)
-	if err != nil {
-		return nil, fmt.Errorf("witness: %w", err)
-	}
-	defer st.Close()
-	return floor.VerifyTrail(ctx, r, st, r.Table())
 }
 
 // errUnverified is returned when the chain holds but the signatures were

@@ -49,41 +49,31 @@ flags:
 	fs.DurationVar(&o.CoupPace, "coup-pace", -1, "the betting `TIME` before each coup (default 5 x --pace)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "shuffle `SEED` (0: a new shoe each run)")
 	fs.IntVar(&o.Shoes, "shoes", 1, "`N` shoes to deal, one after another")
-	fl := floorDemoFlags(fs)
+	tables := fs.Int("tables", 0, "a floor of `N` tables is the floor's binary's: go run ./cmd/tablectl-floor demo --tables N (docs/floor.md)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkDemoFlags(fs, fl, o); err != nil {
+	if err := checkDemoFlags(fs, *tables, o); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *fl.tables > 0 {
-		return floorDemo(ctx, fl, o, stdout)
-	}
 	return demo(ctx, o, stdout)
 }
 
 // checkDemoFlags refuses what cannot be meant before anything starts.
-func checkDemoFlags(fs *flag.FlagSet, fl floorDemoOptions, o controller.DemoOptions) error {
+// --tables is kept to say where the floor went: the table's binary carries
+// no floor (no NATS server, no PostgreSQL driver).
+func checkDemoFlags(fs *flag.FlagSet, tables int, o controller.DemoOptions) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
-	case *fl.tables < 0:
-		return usageError(fs, "--tables %d: want a number of tables, 1 or more (without it, one table)", *fl.tables)
-	case *fl.tables == 0 && set["tables"]:
-		return usageError(fs, "--tables 0: want 1 or more (without --tables, one table)")
+	case set["tables"]:
+		return usageError(fs, "--tables %d: a floor is the floor's binary's: go run ./cmd/tablectl-floor demo --tables %d (docs/floor.md)", tables, max(tables, 1))
 	case o.Pace < 0:
 		return usageError(fs, "--pace %v: want 0 or more", o.Pace)
 	case o.Shoes < 1:
 		return usageError(fs, "--shoes %d: want 1 or more", o.Shoes)
-	}
-	if *fl.tables == 0 {
-		for _, f := range []string{"floor-db", "floor-schema", "floor-http"} {
-			if set[f] {
-				return usageError(fs, "--%s is for a floor: give --tables N too", f)
-			}
-		}
 	}
 	return nil
 }

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"errors"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,40 +30,20 @@ func TestPrintDemo(t *testing.T) {
 }
 
 // TestDemoFlags: a demo that cannot be meant is refused before anything
-// starts (exit 2); a floor view's address in use fails at once.
+// starts (exit 2); a floor (--tables) is sent to the floor's binary.
 func TestDemoFlags(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"demo", "--tables", "-3"}, "tablectl demo: --tables -3: want a number of tables, 1 or more"},
-		{[]string{"demo", "--tables", "0"}, "tablectl demo: --tables 0: want 1 or more"},
-		{[]string{"demo", "--floor-http", "127.0.0.1:1"}, "tablectl demo: --floor-http is for a floor: give --tables N too"},
+		{[]string{"demo", "--tables", "3"}, "tablectl demo: --tables 3: a floor is the floor's binary's: go run ./cmd/tablectl-floor demo --tables 3"},
+		{[]string{"demo", "--tables", "0"}, "tablectl demo: --tables 0: a floor is the floor's binary's: go run ./cmd/tablectl-floor demo --tables 1"},
+		{[]string{"demo", "--floor-http", "127.0.0.1:1"}, "tablectl demo: unknown flag --floor-http"},
 		{[]string{"demo", "--shoes", "0"}, "tablectl demo: --shoes 0: want 1 or more"},
 	} {
 		var out, errb strings.Builder
 		if code := run(tt.args, &out, &errb); code != 2 || !strings.HasPrefix(errb.String(), tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, firstLine(errb.String()), tt.want)
 		}
-	}
-}
-
-// TestFloorDemoBusyPort: --tables with a floor view's address in use
-// fails at once, naming the flag, before any table or node starts.
-func TestFloorDemoBusyPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var out, errb strings.Builder
-	dir := t.TempDir()
-	code := run([]string{"demo", "--tables", "2", "--dir", dir, "--floor-http", ln.Addr().String()}, &out, &errb)
-	if code != 1 || !strings.HasPrefix(errb.String(), "tablectl demo: --floor-http: listen tcp "+ln.Addr().String()) {
-		t.Errorf("exit %d, stderr %q", code, errb.String())
-	}
-	// Nothing of the floor was started: its folder was never made.
-	if _, err := os.Stat(filepath.Join(dir, "floor")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the floor started before the view's port was tried: %v", err)
 	}
 }

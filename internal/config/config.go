@@ -94,7 +94,7 @@ type MQTTSection struct {
 	// and 100ms; a negative burst turns the limit off. Only for the
 	// embedded broker: MQTT 3.1.1 does not tell a subscriber who published,
 	// so a configured broker must limit its clients itself.
-	ClientCommandBurst int             `json:"client_command_burst,omitempty"`
+	ClientCommandBurst int      `json:"client_command_burst,omitempty"`
 	ClientCommandEvery Duration `json:"client_command_every,omitempty"`
 	// MaxConnections and MaxConnectionsPerClient cap the embedded broker's
 	// connections open at once, on each of its listeners (TCP and
@@ -144,11 +144,11 @@ const (
 
 // TableSection is the house procedure around the coup.
 type TableSection struct {
-	Burn             string          `json:"burn"`                // first_card, fixed, none
-	BurnCount        int             `json:"burn_count"`          // for fixed
-	BurnDoneByButton *bool           `json:"burn_done_by_button"` // default true
-	CutCard          string          `json:"cut_card"`            // one_more, finish
-	Reveal           string          `json:"reveal"`              // button, immediate
+	Burn             string   `json:"burn"`                // first_card, fixed, none
+	BurnCount        int      `json:"burn_count"`          // for fixed
+	BurnDoneByButton *bool    `json:"burn_done_by_button"` // default true
+	CutCard          string   `json:"cut_card"`            // one_more, finish
+	Reveal           string   `json:"reveal"`              // button, immediate
 	BettingTime      Duration `json:"betting_time"`        // 0: button or game server closes betting
 	ResultTime       Duration `json:"result_time"`         // default 3s
 }

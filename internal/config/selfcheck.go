@@ -46,4 +46,3 @@ func (s *SelfCheckSection) Complete(dir string) error {
 	}
 	return nil
 }
-

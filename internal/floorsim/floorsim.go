@@ -2,7 +2,7 @@
 // (internal/natsserver), N tables (a simulated shoe on a pseudo-terminal,
 // a controller process, a Mosquitto bridged to the cluster as
 // deploy/mosquitto/bridge.conf says), two or more witnesses (package
-// floor, in this process or as tablectl witness processes) storing into
+// floor, in this process or as tablectl-floor witness processes) storing into
 // PostgreSQL or SQLite. It plays the faults of the floor's proof (a node
 // killed, a witness process killed -9, a bridge cut, a controller killed
 // -9, a trail rewritten and re-signed on its box) for the floor's test
@@ -12,6 +12,7 @@ package floorsim
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/x509"
 	"database/sql"
 	"encoding/base64"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/mattn/go-sqlite3"
+	"github.com/nats-io/nats.go"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/base/clock"
@@ -49,6 +51,10 @@ const WitnessKeyName = "floor-witness"
 
 // Options say what floor to run.
 type Options struct {
+	// Logins runs the cluster with the floor's logins (floor.AuthConfig):
+	// each table's controller and each witness on its own, the streams
+	// made with the admin's, no anonymous client.
+	Logins   bool
 	Dir      string
 	Tables   int
 	Nodes    int // NATS nodes (3)
@@ -75,7 +81,7 @@ type Options struct {
 	// tests' internal/mosquitto.Start. Without it the tables connect
 	// straight to the cluster's MQTT listeners (the laptop demo).
 	StartBroker func(conf string) (Broker, error)
-	// WitnessExe is a tablectl binary; the witnesses in WitnessProcs run
+	// WitnessExe is a tablectl-floor binary; the witnesses in WitnessProcs run
 	// as its own processes (WitnessExe witness ...), killed with SIGKILL
 	// by KillWitness. The others run in this process.
 	WitnessExe   string
@@ -96,6 +102,8 @@ type Broker interface {
 
 // Floor is a running floor.
 type Floor struct {
+	// Logins are the floor broker's logins (Options.Logins; empty without).
+	Logins  floor.Logins
 	o       Options
 	Cluster *natsserver.Cluster
 	// Pool is the PostgreSQL store's pool (nil with SQLite).
@@ -162,11 +170,18 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "nats"), 0o700); err != nil {
 		return nil, err
 	}
-	start := natsserver.Start
-	if o.EmbeddedNATS {
-		start = natsserver.StartEmbedded
+	var auth string
+	if o.Logins {
+		if auth, err = f.makeLogins(); err != nil {
+			return nil, err
+		}
 	}
-	if f.Cluster, err = start(ctx, filepath.Join(o.Dir, "nats"), o.Nodes); err != nil {
+	if o.EmbeddedNATS {
+		f.Cluster, err = natsserver.StartEmbeddedAuth(ctx, filepath.Join(o.Dir, "nats"), o.Nodes, auth)
+	} else {
+		f.Cluster, err = natsserver.StartAuth(ctx, filepath.Join(o.Dir, "nats"), o.Nodes, auth)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if o.Postgres != "" {
@@ -193,6 +208,16 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 		}
 		f.Tables = append(f.Tables, t)
 	}
+	if o.Logins {
+		// The streams and the consumer are the admin's to make.
+		cfg := f.WitnessConfig(0)
+		cfg.Name, cfg.NATSOptions, cfg.ShoeKeep = "admin", []nats.Option{nats.UserInfo(f.Logins.Admin.User, f.Logins.Admin.Password)}, -1
+		w, err := floor.New(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("the admin's streams: %w", err)
+		}
+		w.Close()
+	}
 	// The stream first, so nothing a table publishes is missed.
 	for i := range o.Witness {
 		if err := f.StartWitness(ctx, i); err != nil {
@@ -212,10 +237,38 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 
 // WitnessConfig is the witnesses' config, for one more started by hand.
 func (f *Floor) WitnessConfig(i int) floor.Config {
-	return floor.Config{Name: fmt.Sprintf("witness-%d", i+1), NATS: f.Cluster.URLs(), Replicas: min(3, f.o.Nodes), Store: f.Store,
+	c := floor.Config{Name: fmt.Sprintf("witness-%d", i+1), NATS: f.Cluster.URLs(), Replicas: min(3, f.o.Nodes), Store: f.Store,
 		Registry: f.Registry, Key: f.key, KeyName: WitnessKeyName, Logger: f.log.With("part", fmt.Sprintf("witness-%d", i+1)),
 		OnAlert: f.o.OnAlert, Clock: clock.Real}
+	if f.o.Logins {
+		l := f.WitnessLogin(i)
+		c.NATSOptions = []nats.Option{nats.UserInfo(l.User, l.Password)}
+	}
+	return c
 }
+
+// WitnessLogin is witness i's login at the floor broker (with Logins).
+func (f *Floor) WitnessLogin(i int) floor.NATSLogin {
+	return f.Logins.Witnesses[i%len(f.Logins.Witnesses)]
+}
+
+// makeLogins makes the floor's logins (a password each) and returns the
+// nodes' authorization block.
+func (f *Floor) makeLogins() (string, error) {
+	pw := func() string { return strings.ToLower(rand.Text()) }
+	f.Logins = floor.Logins{Admin: floor.NATSLogin{User: "admin", Password: pw()}, Tables: map[string]floor.NATSLogin{}}
+	for i := range max(f.o.Witness, 1) {
+		f.Logins.Witnesses = append(f.Logins.Witnesses, floor.NATSLogin{User: fmt.Sprintf("witness-%d", i+1), Password: pw()})
+	}
+	for i := range f.o.Tables {
+		id := tableID(i)
+		f.Logins.Tables[id] = floor.NATSLogin{User: floor.TableUser(id), Password: pw()}
+	}
+	return floor.AuthConfig(f.Logins, floor.Subjects{}, floor.DefaultStream, floor.DefaultStatusStream, floor.DefaultConsumer)
+}
+
+// tableID is table i's id.
+func tableID(i int) string { return fmt.Sprintf("FLOOR-%02d", i+1) }
 
 // StartWitness starts witness i (again).
 func (f *Floor) StartWitness(ctx context.Context, i int) error {
@@ -246,7 +299,7 @@ func (f *Floor) StartWitness(ctx context.Context, i int) error {
 	return nil
 }
 
-// startWitnessProc runs witness i as `tablectl witness`, on the floor's
+// startWitnessProc runs witness i as `tablectl-floor witness`, on the floor's
 // registry and the witness's key written to files.
 func (f *Floor) startWitnessProc(i int) (*witnessRun, error) {
 	if f.o.WitnessExe == "" {
@@ -418,7 +471,7 @@ func officerSigned(dir string, doc []byte) ([]byte, string, error) {
 }
 
 func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, error) {
-	id := fmt.Sprintf("FLOOR-%02d", i+1)
+	id := tableID(i)
 	dir := filepath.Join(f.o.Dir, id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -474,6 +527,19 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 		"audit": map[string]any{"path": t.Trail, "checkpoint_key": t.PrivKey},
 		"mqtt": map[string]any{"broker": broker, "prefix": "tablectl/" + id,
 			"client_id": "tablectl-" + id, "keyring": filepath.Join(dir, "supervisors.json"), "keyring_authority": f.authority},
+	}
+	if l, ok := f.Logins.Tables[id]; ok && f.o.StartBroker == nil {
+		// Straight to the cluster: the controller on the table's login.
+		pf := filepath.Join(dir, "floor-broker.password")
+		if err := os.WriteFile(pf, []byte(l.Password+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		m := conf["mqtt"].(map[string]any)
+		m["username"], m["password_file"] = l.User, pf
+		// NATS's MQTT listener binds no client id to a login: another
+		// login using this id would take the session over. An id with a
+		// random part no other login can guess is the binding there is.
+		m["client_id"] = "tablectl-" + id + "-" + strings.ToLower(rand.Text()[:12])
 	}
 	b, _ := json.MarshalIndent(conf, "", "  ")
 	if err := os.WriteFile(t.Config, b, 0o644); err != nil {

@@ -65,7 +65,11 @@ func Postgres(t testing.TB) (*pgxpool.Pool, string) {
 
 // Cluster runs an n-node NATS cluster (JetStream, MQTT listeners) for the
 // test; it is stopped when the test ends.
-func Cluster(t testing.TB, n int) *natsserver.Cluster {
+func Cluster(t testing.TB, n int) *natsserver.Cluster { return ClusterAuth(t, n, "") }
+
+// ClusterAuth is Cluster with the nodes' authorization block auth (the
+// floor's logins: floor.AuthConfig); empty: anonymous clients.
+func ClusterAuth(t testing.TB, n int, auth string) *natsserver.Cluster {
 	t.Helper()
 	if _, err := natsserver.Binary(); err != nil {
 		testenv.Missing(t, err.Error())
@@ -73,7 +77,7 @@ func Cluster(t testing.TB, n int) *natsserver.Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := natsserver.Start(ctx, t.TempDir(), n)
+	c, err := natsserver.StartAuth(ctx, t.TempDir(), n, auth)
 	if err != nil {
 		t.Fatal(err)
 	}

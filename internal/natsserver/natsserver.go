@@ -85,6 +85,7 @@ type Cluster struct {
 	bin      string
 	dir      string
 	embedded bool
+	auth     string // appended to each node's configuration
 }
 
 // Start runs n nodes (n >= 1; a cluster of routes when n > 1) with their
@@ -101,6 +102,21 @@ func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
 // StartEmbedded is Start with the nodes in this process.
 func StartEmbedded(ctx context.Context, dir string, n int) (*Cluster, error) {
 	return start(ctx, &Cluster{dir: dir, embedded: true}, n)
+}
+
+// StartEmbeddedAuth is StartEmbedded with the floor's logins (StartAuth).
+func StartEmbeddedAuth(ctx context.Context, dir string, n int, auth string) (*Cluster, error) {
+	return start(ctx, &Cluster{dir: dir, embedded: true, auth: auth}, n)
+}
+
+// StartAuth is Start with each node's configuration given auth (the
+// floor's logins and permissions: floor.AuthConfig): no anonymous client.
+func StartAuth(ctx context.Context, dir string, n int, auth string) (*Cluster, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, &Cluster{bin: bin, dir: dir, auth: auth}, n)
 }
 
 func start(ctx context.Context, c *Cluster, n int) (*Cluster, error) {
@@ -128,7 +144,8 @@ mqtt { listen: 127.0.0.1:%d, stream_replicas: %d, ack_wait: "5s", max_ack_pendin
 		if n > 1 {
 			conf += fmt.Sprintf("cluster { name: floor, listen: 127.0.0.1:%d, routes: [%s] }\n", nd.RoutePort, strings.Join(routes, ", "))
 		}
-		if err := os.WriteFile(nd.conf, []byte(conf), 0o644); err != nil {
+		conf += c.auth
+		if err := os.WriteFile(nd.conf, []byte(conf), 0o600); err != nil {
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, nd)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/smallfile"
 	"github.com/tablectl/tablectl/internal/supervisor"
@@ -50,6 +52,8 @@ auth (--http-user, --http-password-file). docs/floor.md.`)
 	fs.DurationVar(&cfg.ShoeKeep, "shoe-keep", floor.DefaultShoeKeep, "how `LONG` each shoe's print is kept to compare the tables' shoes with (shuffle_suspect; negative: off)")
 	fs.StringVar(&cfg.StatusStream, "status-stream", floor.DefaultStatusStream, "the JetStream `stream` of each table's last status, for the floor view")
 	httpAddr := fs.String("http", "", "serve the floor view at this `address` (empty: none), behind HTTP basic auth")
+	natsUser := fs.String("nats-user", "", "the witness's `user` at the floor broker (tablectl-floor init; empty: no login, a floor without logins)")
+	natsPass := fs.String("nats-password-file", "", "the `file` of the witness's broker password (with --nats-user)")
 	var login floor.Login
 	fs.StringVar(&login.User, "http-user", "floor", "the floor view's HTTP basic-auth `user`")
 	passFile := fs.String("http-password-file", "", "the floor view's password: a `file` of one line (required with --http)")
@@ -68,6 +72,13 @@ auth (--http-user, --http-password-file). docs/floor.md.`)
 			return fmt.Errorf("--http-password-file: %w", err)
 		}
 		login.Password = p
+	}
+	if *natsUser != "" || *natsPass != "" {
+		opt, err := natsLogin(*natsUser, *natsPass)
+		if err != nil {
+			return usageError(fs, "%v", err)
+		}
+		cfg.NATSOptions = append(cfg.NATSOptions, opt)
 	}
 	reg, err := floor.LoadRegistry(*registry)
 	if err != nil {
@@ -131,4 +142,16 @@ func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string,
 	stop()
 	wg.Wait()
 	return errors.Join(err, srvErr)
+}
+
+// natsLogin is the broker login of --nats-user and --nats-password-file.
+func natsLogin(user, passFile string) (nats.Option, error) {
+	if user == "" || passFile == "" {
+		return nil, errors.New("--nats-user and --nats-password-file go together")
+	}
+	p, err := smallfile.Secret(passFile)
+	if err != nil {
+		return nil, fmt.Errorf("--nats-password-file: %w", err)
+	}
+	return nats.UserInfo(user, p), nil
 }

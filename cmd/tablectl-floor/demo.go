@@ -3,38 +3,72 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 
+	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/internal/floorsim"
+	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
-// floorDemoOptions are demo's flags for a floor (--tables N).
+func init() {
+	register(command{name: "demo", short: "a floor on this machine: N simulated tables, a NATS cluster, two witnesses, the floor view", run: runDemo})
+}
+
+// floorDemoOptions are the floor demo's own flags.
 type floorDemoOptions struct {
 	tables           *int
 	db, schema, view *string
 }
 
-func floorDemoFlags(fs *flag.FlagSet) floorDemoOptions {
-	return floorDemoOptions{
-		tables: fs.Int("tables", 0, "run a floor of `N` simulated tables instead: a NATS cluster in this process, two witnesses and the floor view (docs/floor.md)"),
-		db:     fs.String("floor-db", "", "with --tables: the floor's PostgreSQL `URL` (default: SQLite in --dir, nothing to install)"),
-		schema: fs.String("floor-schema", "floor_demo", "with --tables: the floor's `schema` (emptied first)"),
-		view:   fs.String("floor-http", "127.0.0.1:8090", "with --tables: the floor view's `address`"),
+func runDemo(args []string, stdout io.Writer) error {
+	fs := newFlagSet("demo")
+	fs.Usage = func() {
+		usageHead(fs.Output(), "demo", "--tables N [flags]", `Runs a floor on this machine: --tables N simulated tables (a shoe and a
+controller process each, this binary's run), a 3-node NATS cluster in
+this process, two witnesses and the floor view. The witnessed copy is
+SQLite in --dir (nothing to install), or PostgreSQL with --floor-db. It
+prints where to look. Ctrl-C stops it. docs/floor.md.`)
+		printFlags(fs.Output(), fs)
 	}
+	o := controller.DemoOptions{LogTo: os.Stderr}
+	fs.StringVar(&o.Dir, "dir", "demo", "the `folder` for the tables' trails and keys and the floor's files")
+	fs.StringVar(&o.Profile, "profile", coup.ProfileVIP, "the rule `PROFILE`: classic, no-commission or vip")
+	fs.DurationVar(&o.Pace, "pace", shoesim.DefaultCardPace, "the dealer's pace: the `WAIT` before each card and button")
+	fs.DurationVar(&o.CoupPace, "coup-pace", -1, "the betting `TIME` before each coup (default 5 x --pace)")
+	fs.Uint64Var(&o.Seed, "seed", 0, "shuffle `SEED` (0: new shoes each run)")
+	fl := floorDemoOptions{
+		tables: fs.Int("tables", 0, "`N` simulated tables (required)"),
+		db:     fs.String("floor-db", "", "the floor's PostgreSQL `URL` (default: SQLite in --dir, nothing to install)"),
+		schema: fs.String("floor-schema", "floor_demo", "the floor's `schema` (emptied first)"),
+		view:   fs.String("floor-http", "127.0.0.1:8090", "the floor view's `address`"),
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *fl.tables < 1:
+		return usageError(fs, "--tables %d: want a number of tables, 1 or more", *fl.tables)
+	case o.Pace < 0:
+		return usageError(fs, "--pace %v: want 0 or more", o.Pace)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return floorDemo(ctx, fl, o, stdout)
 }
 
 // floorDemo runs --tables N tables, each a simulated shoe and a controller
@@ -79,13 +113,16 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	if coupPace < 0 {
 		coupPace = 5 * o.Pace
 	}
-	f, err := floorsim.Start(ctx, floorsim.Options{Dir: dir, Tables: *fl.tables, Nodes: 3, Witness: 2, CardPace: o.Pace, CoupPace: coupPace,
+	f, err := floorsim.Start(ctx, floorsim.Options{Logins: true, Dir: dir, Tables: *fl.tables, Nodes: 3, Witness: 2, CardPace: o.Pace, CoupPace: coupPace,
 		Seed: o.Seed, Postgres: *fl.db, Schema: *fl.schema, EmbeddedNATS: true, Exe: exe, Heartbeat: time.Minute, Log: log})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	nc, err := nats.Connect(f.Cluster.URLs())
+	// The floor view reads the broker on a witness's login: no client
+	// of the demo's floor is anonymous.
+	vl := f.WitnessLogin(0)
+	nc, err := nats.Connect(f.Cluster.URLs(), nats.UserInfo(vl.User, vl.Password))
 	if err != nil {
 		return err
 	}
@@ -106,20 +143,21 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	if *fl.db == "" {
 		store, verify = filepath.Join(dir, "floor.db")+" (SQLite)", filepath.Join(dir, "floor.db")
 	}
-	fmt.Fprintf(stdout, `tablectl demo: a floor of %d simulated tables (%s ... %s) on this machine.
+	fmt.Fprintf(stdout, `tablectl-floor demo: a floor of %d simulated tables (%s ... %s) on this machine.
 
   floor view       http://%s/   (user %s, password %s, in %s)
-  floor broker     %s   (NATS, JetStream; MQTT on %s ...)
+  floor broker     %s   (NATS, JetStream; MQTT on %s ...; logins only: each table, witness and the admin its own)
   floor alerts     floor/alerts on the broker's MQTT listener
   witnessed rows   %s (tables rows, checkpoints, alerts, forks)
   trails           %s/<table>/trail.db
                    verify one against the witness:
-                   tablectl audit verify --db %s --pubkey %s --witness %s
+                   tablectl-floor verify --db %s --pubkey %s --witness %s
 
 Ctrl-C stops it.
 `, len(f.Tables), first.ID, f.Tables[len(f.Tables)-1].ID, ln.Addr(), login.User, login.Password, passFile, f.Cluster.URLs(), f.Cluster.Nodes[0].MQTTAddr(),
 		store, dir, first.Trail, first.PubKey, verify)
 	<-ctx.Done()
+	fmt.Fprintf(stdout, "\nstopped; the trails are in %s, the witnessed copy is %s\n", dir, store)
 	return nil
 }
 

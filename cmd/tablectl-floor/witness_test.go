@@ -90,7 +90,7 @@ func TestAuditVerifyWitness(t *testing.T) {
 	}
 	url := floortest.PostgresURL()
 	var out bytes.Buffer
-	if err := runAudit([]string{"verify", "--db", honest, "--pubkey", pubFile, "--witness", url, "--witness-schema", schema}, &out); err != nil {
+	if err := runVerify([]string{"--db", honest, "--pubkey", pubFile, "--witness", url, "--witness-schema", schema}, &out); err != nil {
 		t.Fatalf("honest trail against the witness: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "matches the witness: 6 rows matched") {
@@ -103,7 +103,7 @@ func TestAuditVerifyWitness(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	err = runAudit([]string{"verify", "--db", honest, "--pubkey", pubFile, "--witness", url, "--witness-schema", otherSchema}, &out)
+	err = runVerify([]string{"--db", honest, "--pubkey", pubFile, "--witness", url, "--witness-schema", otherSchema}, &out)
 	if !errors.Is(err, errUnverified) || !strings.Contains(out.String(), "NOT COMPARED: the witness holds no row of this table") {
 		t.Errorf("against an empty witness: %v\n%s", err, out.String())
 	}
@@ -116,11 +116,11 @@ func TestAuditVerifyWitness(t *testing.T) {
 	}
 	write(rewritten, "9H", "9D", "9S")
 	out.Reset()
-	if err := runAudit([]string{"verify", "--db", rewritten, "--pubkey", pubFile}, &out); err != nil {
-		t.Fatalf("the rewritten trail should verify on its own (that is the attack): %v\n%s", err, out.String())
+	if rep, err := audit.Verify(ctx, rewritten, audit.VerifyOptions{PublicKeys: []ed25519.PublicKey{pub}}); err != nil || rep.Tampered() || rep.Unverifiable != "" {
+		t.Fatalf("the rewritten trail should verify on its own (that is the attack): %v %+v", err, rep)
 	}
 	out.Reset()
-	err = runAudit([]string{"verify", "--db", rewritten, "--pubkey", pubFile, "--witness", url, "--witness-schema", schema}, &out)
+	err = runVerify([]string{"--db", rewritten, "--pubkey", pubFile, "--witness", url, "--witness-schema", schema}, &out)
 	if !errors.Is(err, errTampered) || !strings.Contains(out.String(), "DIFFERS from the witness") || !strings.Contains(out.String(), "3 rows differ (first [4 5 6])") {
 		t.Errorf("rewritten against the witness: %v\n%s", err, out.String())
 	}
@@ -131,13 +131,13 @@ func TestAuditVerifyWitness(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	err = runAudit([]string{"verify", "--db", cut, "--pubkey", pubFile, "--witness", url, "--witness-schema", schema}, &out)
+	err = runVerify([]string{"--db", cut, "--pubkey", pubFile, "--witness", url, "--witness-schema", schema}, &out)
 	if !errors.Is(err, errTampered) || !strings.Contains(out.String(), "2 witnessed rows past the trail's head") {
 		t.Errorf("cut back against the witness: %v\n%s", err, out.String())
 	}
 }
 
-// TestWitnessCommand: `tablectl witness` against a NATS node makes the
+// TestWitnessCommand: `tablectl-floor witness` against a NATS node makes the
 // stream, takes a table's row and checkpoint published on it into
 // PostgreSQL, and serves the floor view showing the table witnessed.
 func TestWitnessCommand(t *testing.T) {
@@ -245,7 +245,7 @@ func TestWitnessCommand(t *testing.T) {
 	}
 }
 
-// TestWitnessViewNeedsLogin: `tablectl witness --http` without the floor
+// TestWitnessViewNeedsLogin: `tablectl-floor witness --http` without the floor
 // view's password is refused before anything starts: the floor view is
 // not served to anyone who asks.
 func TestWitnessViewNeedsLogin(t *testing.T) {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"github.com/nats-io/nats.go"
 
 	"github.com/tablectl/tablectl/internal/controller"
 	"github.com/tablectl/tablectl/internal/natsserver"
@@ -31,7 +36,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestFloorDemo: `tablectl demo --tables 3`, on a machine with no
+// TestFloorDemo: `tablectl-floor demo --tables 3`, on a machine with no
 // nats-server binary and no PostgreSQL (PATH without the system's sbin,
 // the binary's override pointing nowhere, no --floor-db), deals on three
 // tables, and its floor view shows each of them dealing, witnessed and
@@ -128,21 +133,35 @@ func TestFloorDemo(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	// No anonymous client on the demo's floor broker: NATS and MQTT.
+	line := strings.Fields(strings.SplitN(out.String()[strings.Index(out.String(), "floor broker     "):], "\n", 2)[0])
+	if nc, err := nats.Connect(line[2]); err == nil {
+		nc.Close()
+		t.Fatalf("an anonymous NATS client connected to %s", line[2])
+	}
+	mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + line[7]).SetClientID("tablectl-FLOOR-01").SetConnectRetry(false))
+	if tok := mq.Connect(); tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
+		mq.Disconnect(0)
+		t.Fatalf("an anonymous MQTT client took the table's client id at %s", line[7])
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(out.String(), "stopped;") {
+		t.Fatalf("no 'stopped;' after the stop:\n%s", out.String())
+	}
 	// The demo's own line for verifying a trail against the witness.
-	i := strings.Index(out.String(), "tablectl audit verify ")
+	i := strings.Index(out.String(), "tablectl-floor verify ")
 	if i < 0 {
 		t.Fatalf("no verify line:\n%s", out.String())
 	}
-	line := strings.Fields(strings.SplitN(out.String()[i:], "\n", 2)[0])
+	line = strings.Fields(strings.SplitN(out.String()[i:], "\n", 2)[0])
 	if !slices.Contains(line, "--witness") || strings.HasPrefix(line[slices.Index(line, "--witness")+1], "postgres") {
 		t.Fatalf("the verify line names no SQLite witness: %q", line)
 	}
 	var rep bytes.Buffer
-	if err := runAudit(line[2:], &rep); err != nil {
+	if err := runVerify(line[2:], &rep); err != nil {
 		t.Fatalf("%q: %v\n%s", line, err, rep.String())
 	}
 	if !strings.Contains(rep.String(), "matches the witness") {
@@ -151,7 +170,7 @@ func TestFloorDemo(t *testing.T) {
 	t.Logf("%s", rep.String())
 	// A witness file that is not there is an error, not an empty witness.
 	line[len(line)-1] += ".missing"
-	if err := runAudit(line[2:], &rep); err == nil || !strings.Contains(err.Error(), "no such file") {
+	if err := runVerify(line[2:], &rep); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("verify against a missing witness file: %v", err)
 	}
 }
@@ -171,4 +190,24 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestFloorDemoBusyPort: --tables with a floor view's address in use
+// fails at once, naming the flag, before any table or node starts.
+func TestFloorDemoBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var out, errb strings.Builder
+	dir := t.TempDir()
+	code := run([]string{"demo", "--tables", "2", "--dir", dir, "--floor-http", ln.Addr().String()}, &out, &errb)
+	if code != 1 || !strings.HasPrefix(errb.String(), "tablectl-floor demo: --floor-http: listen tcp "+ln.Addr().String()) {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+	// Nothing of the floor was started: its folder was never made.
+	if _, err := os.Stat(filepath.Join(dir, "floor")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the floor started before the view's port was tried: %v", err)
+	}
 }
