@@ -250,8 +250,8 @@ func retry(ctx context.Context, clk clock.Clock, tries int, per, wait time.Durat
 		tctx, cancel := context.WithTimeout(ctx, per)
 		err = f(tctx)
 		cancel()
-		if err == nil || ctx.Err() != nil {
-			return err
+		if err == nil || ctx.Err() != nil || try == tries-1 {
+			return err // no wait after the last try
 		}
 		if clock.Sleep(ctx, clk, wait) != nil {
 			return err
