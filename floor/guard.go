@@ -18,10 +18,10 @@ const (
 	// AlertStreamLost: a stream or the shared consumer the witness reads
 	// is gone or changed (deleted by someone the broker let, its
 	// subjects or limits changed). Resolved once it is back as made.
-	AlertStreamLost = "stream_lost"
+	AlertStreamLost AlertKind = "stream_lost"
 	// AlertWitnessStalled: messages wait in the stream and no witness
 	// has acknowledged any for StallAfter.
-	AlertWitnessStalled = "witness_stalled"
+	AlertWitnessStalled AlertKind = "witness_stalled"
 )
 
 // How often the witness checks its streams and its consumer (and at
@@ -199,7 +199,7 @@ func (w *Witness) lostOrBack(g *guardState, name, why string) {
 }
 
 // floorAlert publishes an alert of the floor itself.
-func (w *Witness) floorAlert(state, kind, msg string) {
+func (w *Witness) floorAlert(state string, kind AlertKind, msg string) {
 	if state == "raised" {
 		w.log.Error("floor alert", "kind", kind, "message", msg)
 	}

@@ -97,7 +97,7 @@ type judging struct {
 	quar    map[string]*quarantined
 }
 
-func (j *judging) raise(kind, key string, seq int64, msg string) {
+func (j *judging) raise(kind AlertKind, key string, seq int64, msg string) {
 	j.alerts = append(j.alerts, Alert{State: "raised", Table: j.t, Kind: kind, Seq: seq, Message: msg, Tamper: Tamper(kind), Witness: j.witness, At: j.now, key: key})
 }
 

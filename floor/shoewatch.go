@@ -34,7 +34,7 @@ import (
 // AlertShuffleSuspect is raised when a table deals a run of cards another
 // shoe of the floor dealt (or this table's, before): not tamper, a shoe
 // not shuffled, or moved.
-const AlertShuffleSuspect = "shuffle_suspect"
+const AlertShuffleSuspect AlertKind = "shuffle_suspect"
 
 // DefaultShoeKeep is how long the witness keeps each shoe's print to
 // compare new shoes with.

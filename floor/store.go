@@ -12,28 +12,33 @@ import (
 
 // Alert kinds the witness raises. The first group says a trail was
 // tampered with (or a table's box lies); the second is operations.
+// AlertKind is what a floor alert says, as the table's alerts have their
+// coup.AlertKind: a fixed list, so a consumer can switch on it.
+type AlertKind string
+
+// The floor's alert kinds.
 const (
-	AlertBrokenLink      = "broken_link"          // a row's prev_hash is not the witnessed row before it
-	AlertFork            = "fork"                 // a seq seen with two hashes
-	AlertCheckpointClash = "checkpoint_conflict"  // a checkpoint's head is not the witnessed row, or not another checkpoint's at that seq
-	AlertCheckpointBack  = "checkpoint_backwards" // a checkpoint signed later names a lower seq
+	AlertBrokenLink      AlertKind = "broken_link"          // a row's prev_hash is not the witnessed row before it
+	AlertFork                      = "fork"                 // a seq seen with two hashes
+	AlertCheckpointClash           = "checkpoint_conflict"  // a checkpoint's head is not the witnessed row, or not another checkpoint's at that seq
+	AlertCheckpointBack            = "checkpoint_backwards" // a checkpoint signed later names a lower seq
 	// AlertUnregistered: messages on the subjects of tables not in the
 	// registry, dropped (one alert an interval for all of them, published,
 	// not stored: invented table ids must not fill the database).
-	AlertUnregistered = "unregistered_table"
+	AlertUnregistered AlertKind = "unregistered_table"
 	// AlertQuarantined: messages of a registered table that no key of it
 	// signed (an unsigned or malformed row, a checkpoint with another
 	// key's signature), kept out of the witnessed copy and counted; one
 	// alert per table, reason and interval, naming the source. Not
 	// tamper: anyone who reaches the table's subject could send them.
-	AlertQuarantined = "quarantined"
+	AlertQuarantined AlertKind = "quarantined"
 
-	AlertGap    = "gap"    // rows missing below ones witnessed; a resync was asked for
-	AlertSilent = "silent" // nothing from the table for longer than its heartbeat
+	AlertGap    AlertKind = "gap"    // rows missing below ones witnessed; a resync was asked for
+	AlertSilent AlertKind = "silent" // nothing from the table for longer than its heartbeat
 )
 
 // Tamper reports whether an alert kind says the trail was tampered with.
-func Tamper(kind string) bool {
+func Tamper(kind AlertKind) bool {
 	switch kind {
 	case AlertGap, AlertSilent, AlertUnregistered, AlertQuarantined, AlertShuffleSuspect:
 		return false
@@ -43,10 +48,10 @@ func Tamper(kind string) bool {
 
 // Alert is a floor alert, as stored and as published on floor/alerts.
 type Alert struct {
-	ID    int64  `json:"id"`
-	State string `json:"state"` // raised, resolved
-	Table string `json:"table"`
-	Kind  string `json:"kind"`
+	ID    int64     `json:"id"`
+	State string    `json:"state"` // raised, resolved
+	Table string    `json:"table"`
+	Kind  AlertKind `json:"kind"`
 	// Seq is the row or checkpoint seq the alert is about (0: none).
 	Seq     int64     `json:"seq"`
 	Message string    `json:"message"`
@@ -104,7 +109,7 @@ type Store interface {
 	// it returns a with its id, and whether it was stored.
 	raise(ctx context.Context, a Alert) (Alert, bool, error)
 	// resolve resolves table's unresolved alerts of kind.
-	resolve(ctx context.Context, table, kind string, now time.Time) ([]Alert, error)
+	resolve(ctx context.Context, table string, kind AlertKind, now time.Time) ([]Alert, error)
 	// viewLines is every table as the floor view shows it, coups counted
 	// since since; openAlerts every unresolved alert.
 	viewLines(ctx context.Context, since time.Time) ([]viewLine, error)

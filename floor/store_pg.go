@@ -531,7 +531,7 @@ func (s *PGStore) raise(ctx context.Context, a Alert) (Alert, bool, error) {
 	return a, true, nil
 }
 
-func (s *PGStore) resolve(ctx context.Context, table, kind string, now time.Time) ([]Alert, error) {
+func (s *PGStore) resolve(ctx context.Context, table string, kind AlertKind, now time.Time) ([]Alert, error) {
 	rows, err := s.pool.Query(ctx, s.sql(`UPDATE S.alerts SET resolved_at = $3 WHERE table_id = $1 AND kind = $2 AND resolved_at IS NULL RETURNING id, seq, message`), table, kind, now)
 	if err != nil {
 		return nil, fmt.Errorf("floor database: %w", err)

@@ -484,7 +484,7 @@ func (s *SQLiteStore) raise(ctx context.Context, a Alert) (Alert, bool, error) {
 	return raiseIn(ctx, s.db, a)
 }
 
-func (s *SQLiteStore) resolve(ctx context.Context, table, kind string, now time.Time) ([]Alert, error) {
+func (s *SQLiteStore) resolve(ctx context.Context, table string, kind AlertKind, now time.Time) ([]Alert, error) {
 	var out []Alert
 	err := query(ctx, s.db, func(rows *sql.Rows) error {
 		a := Alert{State: "resolved", Table: table, Kind: kind, At: now, Tamper: Tamper(kind)}

@@ -906,7 +906,7 @@ func (w *Witness) Scan(ctx context.Context) error {
 	return nil
 }
 
-func (w *Witness) raise(ctx context.Context, table, kind, key string, seq int64, msg string) ([]Alert, error) {
+func (w *Witness) raise(ctx context.Context, table string, kind AlertKind, key string, seq int64, msg string) ([]Alert, error) {
 	a := Alert{State: "raised", Table: table, Kind: kind, Seq: seq, Message: msg, Tamper: Tamper(kind), Witness: w.cfg.Name, At: w.cfg.Clock.Now().UTC(), key: key}
 	a, stored, err := w.cfg.Store.raise(ctx, a)
 	if err != nil || !stored {
@@ -915,7 +915,7 @@ func (w *Witness) raise(ctx context.Context, table, kind, key string, seq int64,
 	return []Alert{a}, nil
 }
 
-func (w *Witness) resolve(ctx context.Context, table, kind string, now time.Time) ([]Alert, error) {
+func (w *Witness) resolve(ctx context.Context, table string, kind AlertKind, now time.Time) ([]Alert, error) {
 	out, err := w.cfg.Store.resolve(ctx, table, kind, now)
 	for i := range out {
 		out[i].Witness = w.cfg.Name
