@@ -258,11 +258,12 @@ func TestFloorProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flagged := map[string][]string{}
+	flagged := map[string][]floor.AlertKind{}
 	cutSilent := false
 	var cutGaps []int64
 	for rows.Next() {
-		var table, kind, msg string
+		var table, msg string
+		var kind floor.AlertKind
 		var seq int64
 		if err := rows.Scan(&table, &kind, &seq, &msg); err != nil {
 			t.Fatal(err)

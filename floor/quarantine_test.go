@@ -213,14 +213,14 @@ func TestWitnessDropsBeforeJudging(t *testing.T) {
 	if st := w.Stats(); st.Dropped != 1004 {
 		t.Fatalf("dropped %d, want 1004", st.Dropped)
 	}
-	var kinds []string
+	var kinds []AlertKind
 	for _, a := range alerts {
 		kinds = append(kinds, a.Kind)
 		if a.Tamper {
 			t.Errorf("a tamper alert for a dropped message: %+v", a)
 		}
 	}
-	if !slices.Equal(kinds, []string{AlertQuarantined, AlertUnregistered, AlertQuarantined}) {
+	if !slices.Equal(kinds, []AlertKind{AlertQuarantined, AlertUnregistered, AlertQuarantined}) {
 		t.Fatalf("alerts %v, want one per reason (oversized, unregistered, no table)", kinds)
 	}
 	clk.Advance(DropAlertEvery)

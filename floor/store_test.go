@@ -182,7 +182,7 @@ func stored(t *testing.T, s Store, table string) map[int64]audit.Hash {
 }
 
 type storedAlert struct {
-	kind string
+	kind AlertKind
 	seq  int64
 }
 
@@ -615,7 +615,7 @@ func TestWitnessSilenceInStream(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		ctx := context.Background()
 		var got []string
-		w, clk, reg, c := scanWitness(t, s, "BAC-12", 12, func(a Alert) { got = append(got, a.State+" "+a.Kind) })
+		w, clk, reg, c := scanWitness(t, s, "BAC-12", 12, func(a Alert) { got = append(got, a.State+" "+string(a.Kind)) })
 		items := rowItems(c.rows)
 		for i := range items {
 			items[i].at = t0.Add(time.Duration(i) * time.Second)
@@ -648,7 +648,7 @@ func TestWitnessSilenceInStream(t *testing.T) {
 		if err := w.Scan(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if o := openAlertLines(t, s, func(a Alert) string { return a.Kind }); len(o) != 0 || len(got) != 2 {
+		if o := openAlertLines(t, s, func(a Alert) string { return string(a.Kind) }); len(o) != 0 || len(got) != 2 {
 			t.Fatalf("after a scan: open %v, published %v", o, got)
 		}
 	})

@@ -305,7 +305,7 @@ func TestWitnessGuardsStreams(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	alerted := func(state, kind string) func() bool {
+	alerted := func(state string, kind AlertKind) func() bool {
 		n := 0
 		mu.Lock()
 		for _, a := range alerts {
@@ -389,7 +389,7 @@ func TestWitnessStalled(t *testing.T) {
 	var got []string
 	cfg := f.config("s")
 	cfg.Clock = clk
-	cfg.OnAlert = func(a Alert) { got = append(got, a.State+" "+a.Kind) }
+	cfg.OnAlert = func(a Alert) { got = append(got, a.State+" "+string(a.Kind)) }
 	w, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
