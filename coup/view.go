@@ -1,5 +1,7 @@
 package coup
 
+import "slices"
+
 // ViewCard is one card of a hand on a display. A hidden card shows no
 // identity on the public view.
 type ViewCard struct {
@@ -61,8 +63,9 @@ func (t *Table) view(pit bool) View {
 			b := t.burn
 			v.Burn = &b
 		}
-	} else if v.Suspended && v.SuspendReason == "" {
-		v.SuspendReason = "suspended"
+	} else if v.Suspended {
+		// The supervisor's note stays on the pit's view and in the trail.
+		v.SuspendReason = PublicReason(t.manualSuspend, t.alerts)
 	}
 	var player, banker []Card
 	for _, dc := range t.cards {
@@ -92,4 +95,45 @@ func (t *Table) view(pit bool) View {
 		v.Outcomes = t.outcomes(r)
 	}
 	return v
+}
+
+// The public reasons for a suspension, the only words of why that reach a
+// public screen: a supervisor's note ("suspect dealer") or an alert's
+// message stays on the pit's view and in the trail.
+const (
+	ReasonTableCheck  = "table_check"  // a supervisor suspended the table
+	ReasonCardCheck   = "card_check"   // an alert on the cards (a misdeal, an unreadable card)
+	ReasonShoeCheck   = "shoe_check"   // the shoe's link or the shoe itself
+	ReasonSystemCheck = "system_check" // the trail or the controller's own check
+)
+
+// PublicReasons lists every public reason, worst last.
+var PublicReasons = []string{ReasonTableCheck, ReasonCardCheck, ReasonShoeCheck, ReasonSystemCheck}
+
+// PublicReason is the public reason for a suspension held by a supervisor's
+// note (manual, "" when none) and the alerts: the worst of theirs.
+func PublicReason(manual string, alerts []Alert) string {
+	worst := -1
+	if manual != "" {
+		worst = 0
+	}
+	for _, al := range alerts {
+		worst = max(worst, slices.Index(PublicReasons, alertReason(al.Kind)))
+	}
+	if worst < 0 {
+		return ReasonTableCheck
+	}
+	return PublicReasons[worst]
+}
+
+func alertReason(k AlertKind) string {
+	switch k {
+	case AlertShoeOffline, AlertShoeRestarted, AlertShoeProtocol, AlertSequenceGap, AlertSequenceReused:
+		return ReasonShoeCheck
+	case AlertAuditFailed, AlertTrailTampered, AlertSelfCheck:
+		return ReasonSystemCheck
+	case AlertShuffleSuspect:
+		return ReasonTableCheck
+	}
+	return ReasonCardCheck
 }

@@ -761,8 +761,17 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 		case 8:
 			// Between coups a supervisor suspends the table.
 			f.command(coup.Command{Action: coup.ActionSuspend, Reason: "dispute at seat 3"})
-			pub.WaitFor("the SUSPENDED banner with the reason", browsertest.Visible("banner-suspended")+` && document.getElementById('suspend-reason').textContent === 'dispute at seat 3'`,
+			// The public reads a reason of the fixed list and no bets-open
+			// wording; the supervisor's note is the pit's.
+			pub.WaitFor("the SUSPENDED banner with the public reason", browsertest.Visible("banner-suspended")+` && document.getElementById('suspend-reason').textContent.startsWith('TABLE CHECK') && document.getElementById('phase').textContent === 'NO BETS · GAME PAUSED'`,
+				`[document.getElementById('banner-suspended').textContent, document.getElementById('phase').textContent]`)
+			pit.WaitFor("the pit's banner with the supervisor's note", `document.getElementById('suspend-reason').textContent === 'dispute at seat 3'`,
 				`document.getElementById('banner-suspended').textContent`)
+			var txt string
+			pub.Eval(`document.body.innerText`, &txt)
+			if strings.Contains(txt, "dispute") || strings.Contains(txt, "PLACE YOUR BETS") {
+				t.Errorf("the suspended public page says %q", txt)
+			}
 			var ban struct {
 				W, H, VW float64
 				Text     string
@@ -804,7 +813,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 	if len(rd.BeadPlate) != len(results) {
 		t.Fatalf("the roads hold %d coups, the dealer dealt %d", len(rd.BeadPlate), len(results))
 	}
-	pub.WaitFor("every coup on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, len(results)),
+	pub.WaitFor("every coup on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'SHOE OVER · WAITING FOR A NEW SHOE'`, len(results)),
 		`document.querySelectorAll('#road-bead .cell.bead').length`)
 	pub.NoProblems()
 	checkBeadPlate(t, pub, results)
@@ -847,7 +856,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 
 	// The controller goes away: the broker publishes its last will.
 	f.setState("offline")
-	pub.WaitFor("the OFFLINE banner", browsertest.Visible("banner-offline")+` && document.getElementById('table-state').textContent === 'OFFLINE'`,
+	pub.WaitFor("the OFFLINE banner", browsertest.Visible("banner-offline")+` && document.getElementById('table-state').textContent === 'OFFLINE' && document.getElementById('phase').textContent === 'NO BETS · TABLE OFFLINE'`,
 		`document.getElementById('table-state').textContent`)
 	pub.SaveScreenshot(shots, "public-6-offline", false)
 
@@ -1327,7 +1336,7 @@ func TestBrowserController(t *testing.T) {
 		results = append(results, r)
 		d.finish(tb)
 	}
-	pg.WaitFor("the whole shoe on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, len(results)),
+	pg.WaitFor("the whole shoe on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'SHOE OVER · WAITING FOR A NEW SHOE'`, len(results)),
 		`document.querySelectorAll('#road-bead .cell.bead').length`)
 	checkBeadPlate(t, pg, results)
 	checkStats(t, pg, results)

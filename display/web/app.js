@@ -20,6 +20,18 @@
     dealing: 'DEALING',
     result: 'RESULT',
   };
+  // The public reasons of a suspension (coup.PublicReasons); an unknown
+  // one reads as the first.
+  const REASONS = {
+    table_check: 'TABLE CHECK',
+    card_check: 'CHECKING THE CARDS',
+    shoe_check: 'CHECKING THE SHOE',
+    system_check: 'TECHNICAL CHECK',
+  };
+  const MSG = {
+    suspended: 'no bets, no cards until the game resumes',
+    offline: 'no bets \u00b7 what you see is the table\u2019s last known state',
+  };
   // Bead cells show B/P/T, or the winning point with ?bead=points.
   const BEAD_POINTS = new URLSearchParams(location.search).get('bead') === 'points';
 
@@ -123,6 +135,56 @@
   }
   function alertName(a) { return String(a.kind || a.source || 'alert').replace(/_/g, ' ').toUpperCase(); }
 
+  // What the public reads of why the table is suspended: a word of the
+  // controller's fixed list (coup.PublicReasons), never a supervisor's
+  // note, which only the pit's topics carry.
+  function publicReason(st) {
+    const code = st.suspend_reason || (state.coup && state.coup.suspend_reason) || '';
+    return (REASONS[code] || REASONS.table_check) + ' \u00b7 ' + MSG.suspended;
+  }
+
+  // The pit reads the worst alert holding the table and what clears it,
+  // or the supervisor's note (pit/coup), or the status's public reason
+  // (the trail failing holds the table from outside the game).
+  function pitReason(st) {
+    const holding = state.alerts && Array.isArray(state.alerts.alerts)
+      ? state.alerts.alerts.filter((a) => a && a.suspends) : [];
+    if (holding.length > 0) {
+      const w = worstAlert(holding);
+      setText('suspend-count', holding.length === 1 ? '1 ALERT' : holding.length + ' ALERTS');
+      show('suspend-count', true);
+      // What clears it comes first: a long message is cut at the end.
+      return alertName(w) + (w.coup ? ' \u00b7 coup ' + w.coup : '') +
+        (w.needs ? ' \u2192 needs ' + w.needs + ' (' + (NEEDS_TEXT[w.needs] || w.needs) + ')' : '') + (w.message ? ' \u00b7 ' + w.message : '');
+    }
+    const note = state.coup && state.coup.suspended ? state.coup.suspend_reason : '';
+    if (note) return note;
+    return REASONS[st.suspend_reason] || MSG.suspended;
+  }
+
+  // phaseText is the coup panel's phase line: the table's state first, so
+  // that a suspended or offline table, or a page that lost the broker,
+  // never invites bets.
+  function phaseText(c, rv) {
+    if (rv) return 'RECALL \u00b7 SHOE ' + rv.shoe + ' COUP ' + rv.coup + (rv.voided ? ' \u00b7 VOIDED' : '');
+    const ts = body.dataset.table;
+    if (ts === 'suspended') return { text: 'NO BETS \u00b7 GAME PAUSED', held: true };
+    if (ts === 'offline') return { text: 'NO BETS \u00b7 TABLE OFFLINE', held: true };
+    if (state.conn !== 'online' && ts !== 'loading') return { text: 'NO CONNECTION', held: true };
+    const phase = (c && c.phase) || '';
+    if (phase === 'no_shoe' && shoeOver()) return 'SHOE OVER \u00b7 WAITING FOR A NEW SHOE';
+    if (phase !== 'result') return PHASES[phase] || '\u00a0';
+    if (!c.result) return 'AWAITING REVEAL';
+    const unrevealed = [].concat(c.player || [], c.banker || []).some((vc) => vc && vc.hidden);
+    return unrevealed ? 'RESULT \u00b7 NOT YET REVEALED' : PHASES.result;
+  }
+
+  // shoeOver: between shoes after one was dealt (its roads still up).
+  function shoeOver() {
+    const s = state.roads && state.roads.stats;
+    return !!(s && num(s.coups) > 0);
+  }
+
   function renderStatus() {
     const st = state.status || {};
     const isLoaded = loaded();
@@ -143,22 +205,12 @@
     show('banner-suspended', suspended);
     show('suspend-count', false);
     if (suspended) {
-      let reason = st.suspend_reason || (state.coup && state.coup.suspend_reason) || '';
-      if (reason === 'suspended') reason = '';
-      const holding = VIEW === 'pit' && state.alerts && Array.isArray(state.alerts.alerts)
-        ? state.alerts.alerts.filter((a) => a && a.suspends) : [];
-      if (holding.length > 0) {
-        const w = worstAlert(holding);
-        // What clears it comes first: a long message is cut at the end.
-        reason = alertName(w) + (w.coup ? ' \u00b7 coup ' + w.coup : '') +
-          (w.needs ? ' \u2192 needs ' + w.needs + ' (' + (NEEDS_TEXT[w.needs] || w.needs) + ')' : '') + (w.message ? ' \u00b7 ' + w.message : '');
-        setText('suspend-count', holding.length === 1 ? '1 ALERT' : holding.length + ' ALERTS');
-        show('suspend-count', true);
-      }
-      setText('suspend-reason', reason || 'no bets, no cards until the supervisor resumes the game');
-      $('banner-suspended').title = $('suspend-reason').textContent;
+      const reason = VIEW === 'pit' ? pitReason(st) : publicReason(st);
+      setText('suspend-reason', reason);
+      $('banner-suspended').title = reason;
     }
     show('banner-offline', ts === 'offline');
+    setText('offline-detail', VIEW === 'pit' ? 'the controller is not running: what you see is the last known state' : MSG.offline);
 
     const conn = $('conn');
     conn.dataset.state = state.conn;
@@ -257,13 +309,9 @@
     const c = rv ? recallCoup(rv) : state.coup;
     const phase = (c && c.phase) || '';
     const ph = $('phase');
-    ph.dataset.phase = phase;
-    let phaseText = PHASES[phase] || '\u00a0';
-    if (phase === 'result' && !(c && c.result)) phaseText = 'AWAITING REVEAL';
-    const unrevealed = c && [].concat(c.player || [], c.banker || []).some((vc) => vc && vc.hidden);
-    if (phase === 'result' && c && c.result && unrevealed) phaseText = 'RESULT \u00b7 NOT YET REVEALED';
-    if (rv) phaseText = 'RECALL \u00b7 SHOE ' + rv.shoe + ' COUP ' + rv.coup + (rv.voided ? ' \u00b7 VOIDED' : '');
-    setText('phase', phaseText);
+    const pt = phaseText(c, rv);
+    ph.dataset.phase = typeof pt === 'object' ? 'held' : phase;
+    setText('phase', typeof pt === 'object' ? pt.text : pt);
 
     renderHand('player-cards', c ? c.player : []);
     renderHand('banker-cards', c ? c.banker : []);

@@ -153,7 +153,7 @@ func TestDemoBrowser(t *testing.T) {
 	view, recall := replayDemoTrail(ctx, t, info.Trail, profile, want)
 
 	n := len(want.results)
-	pub.WaitFor("the whole shoe on the display", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.querySelector('#stat-coups b').textContent === '%d' && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE' && document.getElementById('cards-dealt').textContent === '%d'`, n, n, view.CardsDealt),
+	pub.WaitFor("the whole shoe on the display", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.querySelector('#stat-coups b').textContent === '%d' && document.getElementById('phase').textContent === 'SHOE OVER · WAITING FOR A NEW SHOE' && document.getElementById('cards-dealt').textContent === '%d'`, n, n, view.CardsDealt),
 		`[document.querySelectorAll('#road-bead .cell.bead').length, document.querySelector('#stat-coups b').textContent, document.getElementById('phase').textContent, document.getElementById('cards-dealt').textContent]`)
 	pub.SaveScreenshot(shots, "demo-2-shoe-dealt", false)
 	pub.NoProblems()
