@@ -362,10 +362,15 @@
   // drawRoad lays cells out on a road's grid, showing its last columns when
   // the shoe has more than the screen holds.
   function drawRoad(box, cells, make) {
-    const cell = box.clientHeight / ROWS;
+    // Fractional sizes: clientWidth and clientHeight are rounded, which
+    // can lose a whole column of cells sized to a fraction of a pixel.
+    const cs = getComputedStyle(box);
+    const b = box.getBoundingClientRect();
+    const inner = (w, a, z) => w - parseFloat(cs[a]) - parseFloat(cs[z]);
+    const cell = inner(b.height, 'borderTopWidth', 'borderBottomWidth') / ROWS;
     // Whole columns only: a column that only partly fits is cut off at
     // the edge, the newest one included.
-    const capacity = Math.max(1, Math.floor(box.clientWidth / cell + 0.001));
+    const capacity = Math.max(1, Math.floor(inner(b.width, 'borderLeftWidth', 'borderRightWidth') / cell + 0.001));
     let last = -1;
     for (const c of cells) if (c.col > last) last = c.col;
     // As casino boards do, the board scrolls to keep the newest column in
@@ -430,8 +435,9 @@
     const grid = r.grid || {};
     const list = (v) => (Array.isArray(v) ? v : []);
     // Roads only change with a result, a void or a new shoe; the size of
-    // the screen changes how many columns show.
-    const key = JSON.stringify([r, window.innerWidth, window.innerHeight]);
+    // the screen changes how many columns show, and so do
+    // the banners too: they take the roads' height, and so their cells'.
+    const key = JSON.stringify([r, window.innerWidth, window.innerHeight, $('road-big').clientHeight, $('road-bigeye').clientHeight]);
     if (key !== lastRoadsKey) {
       lastRoadsKey = key;
       drawRoad($('road-bead'), list(r.bead_plate), beadCell);
