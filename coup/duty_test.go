@@ -2,6 +2,7 @@ package coup
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -127,5 +128,63 @@ func TestRecallWhileSuspended(t *testing.T) {
 		}) {
 			t.Fatalf("recall while suspended: %d coups", len(rec))
 		}
+	}
+}
+
+// TestRecallStrays: a card drawn while the table is suspended during a
+// coup is in no hand, and the coup's record keeps it in its place in shoe
+// order, whether the coup is then voided or dealt on; a snapshot keeps it.
+func TestRecallStrays(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before []string // the coup's cards before the suspension (after open, bets are closed)
+		after  func(h *harness)
+		voided bool
+	}{
+		{"mid-coup, voided", []string{"2H", "3D"}, func(h *harness) { h.cmd(Command{Action: ActionVoid, ID: "v1"}) }, true},
+		{"betting open, resumed, dealt", []string{"2H", "3D", "4C", "5S"}, func(h *harness) {
+			h.cmd(Command{Action: ActionResume, ID: "r1"})
+			h.btn(ButtonNoMoreBets)
+			h.cards("2H,3D,4C,5S")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate; c.ResultTime = 0 })
+			h.open()
+			for _, c := range tc.before {
+				h.card(c)
+			}
+			after := len(tc.before)
+			if h.tab.Phase() == PhaseBettingOpen {
+				after = 0 // the coup dealt; the next takes bets
+			}
+			h.cmd(Command{Action: ActionSuspend, ID: "s1", Reason: "camera"})
+			h.card("9S") // drawn while suspended: in no hand
+			snap, err := h.tab.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := RestoreSnapshot(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := back.Snapshot(); string(again) != string(snap) || !strings.Contains(string(snap), "strays") {
+				t.Fatalf("the stray does not survive a snapshot")
+			}
+			tc.after(h)
+			rec := h.tab.Recall()
+			if len(rec) == 0 {
+				t.Fatal("no record")
+			}
+			r := rec[len(rec)-1]
+			if r.Voided != tc.voided || len(r.Strays) != 1 || r.Strays[0].Card.String() != "9S" || r.Strays[0].After != after {
+				t.Fatalf("record %+v: want the 9S after the coup's card %d", r, after)
+			}
+			for _, dc := range r.Cards {
+				if dc.Card.String() == "9S" {
+					t.Fatalf("the stray is in a hand: %+v", r.Cards)
+				}
+			}
+		})
 	}
 }

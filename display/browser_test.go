@@ -660,7 +660,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 	pub.WaitFor("the public to await the reveal", `document.getElementById('phase').textContent === 'AWAITING REVEAL' && !(`+browsertest.Visible("result")+`)`,
 		`[document.getElementById('phase').textContent, document.getElementById('result-text').textContent]`)
 	// The pit sees the result before the public does, and is told so.
-	pit.WaitFor("the pit to see the unrevealed result", `document.getElementById('phase').textContent === 'RESULT · NOT YET REVEALED' && `+browsertest.Visible("result"),
+	pit.WaitFor("the pit to see the unrevealed result", `document.getElementById('phase').textContent === 'AWAITING REVEAL' && document.getElementById('result-tags').textContent.includes('PIT ONLY') && `+browsertest.Visible("result"),
 		`document.getElementById('phase').textContent`)
 	pub.SaveScreenshot(shots, "public-1-face-down", false)
 

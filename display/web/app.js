@@ -175,9 +175,12 @@
     if (phase === 'no_shoe' && shoeOver()) return 'SHOE OVER \u00b7 WAITING FOR A NEW SHOE';
     if (phase !== 'result') return PHASES[phase] || '\u00a0';
     if (!c.result) return 'AWAITING REVEAL';
-    const unrevealed = [].concat(c.player || [], c.banker || []).some((vc) => vc && vc.hidden);
-    return unrevealed ? 'RESULT \u00b7 NOT YET REVEALED' : PHASES.result;
+    // The pit sees the result before the public: the line says what the
+    // table is waiting for, the result box that only the pit sees it.
+    return unrevealed(c) ? 'AWAITING REVEAL' : PHASES.result;
   }
+
+  function unrevealed(c) { return [].concat(c.player || [], c.banker || []).some((vc) => vc && vc.hidden); }
 
   // shoeOver: between shoes after one was dealt (its roads still up).
   function shoeOver() {
@@ -328,7 +331,8 @@
       box.dataset.winner = '';
       return;
     }
-    const key = [c.recall ? 'recall' : 'live', c.shoe, c.coup, r.winner].join('/');
+    const key = [c.recall ? 'recall' : 'live', c.shoe, c.coup, r.winner, unrevealed(c)].join('/');
+    box.dataset.unrevealed = String(unrevealed(c));
     if (box.dataset.key !== key) {
       box.dataset.key = key;
       box.hidden = false;
@@ -340,6 +344,7 @@
       setText('result-points', pts);
       const tags = $('result-tags');
       tags.replaceChildren();
+      if (unrevealed(c)) tags.append(el('span', 'tag pit-only-tag', 'PIT ONLY \u00b7 NOT YET REVEALED'));
       if (r.player_natural || r.banker_natural) tags.append(el('span', 'tag natural', 'NATURAL'));
       if (r.banker_pair) tags.append(el('span', 'tag banker-pair', 'BANKER PAIR'));
       if (r.player_pair) tags.append(el('span', 'tag player-pair', 'PLAYER PAIR'));
@@ -494,11 +499,20 @@
     if (/^[A2-9TJQK][SHDC]$/.test(text)) s.textContent = (text[0] === 'T' ? '10' : text[0]) + SUIT[text[1]];
     return s;
   }
-  function cardsCell(cards, manual) {
+  // cardsCell lists cards; suspended are the places of those drawn while
+  // the table was suspended (in no hand), marked.
+  function cardsCell(cards, manual, suspended) {
     const td = el('td', 'cs');
-    for (const c of Array.isArray(cards) ? cards : []) {
+    const list = Array.isArray(cards) ? cards : [];
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i];
       const s = cardSpan(String(c));
       if (manual && manual.includes(c)) s.classList.add('manual');
+      if (Array.isArray(suspended) && suspended.includes(i)) {
+        s.classList.add('stray');
+        s.title = 'drawn while the table was suspended: in no hand';
+        s.append(el('sup', '', 'SUSP'));
+      }
       td.append(s);
     }
     return td;
@@ -563,14 +577,23 @@
       tr.dataset.coup = String(r.coup);
       tr.dataset.shoe = String(r.shoe);
       if (state.recallView && state.recallView.shoe === r.shoe && state.recallView.coup === r.coup) tr.classList.add('recalled');
-      tr.addEventListener('click', () => { state.recallView = r; schedule(); });
-      tr.append(el('td', 'num', r.shoe + '/' + r.coup), cardsCell(r.cards, r.manual), cardsCell(r.player), cardsCell(r.banker));
+      // A row is a button: the keyboard reaches it (Tab) and shows it
+      // (Enter or Space), as a click does.
+      tr.tabIndex = 0;
+      tr.setAttribute('role', 'button');
+      tr.setAttribute('aria-label', 'show coup ' + r.shoe + '/' + r.coup);
+      const pick = () => { state.recallView = r; focusRecall = r.shoe + '/' + r.coup; schedule(); };
+      tr.addEventListener('click', pick);
+      tr.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); pick(); } });
+      tr.append(el('td', 'num', r.shoe + '/' + r.coup), cardsCell(r.cards, r.manual, r.suspended), cardsCell(r.player), cardsCell(r.banker));
       const td = el('td', r.winner && !r.voided ? 'w-' + r.winner : '', r.voided ? 'VOID' : (r.winner || '').toUpperCase());
       // points are "player-banker"
       const pts = /^(\d)-(\d)$/.exec(r.points || '');
       if (pts) td.append(el('span', 'pts', 'P' + pts[1] + ' B' + pts[2]));
       tr.append(td);
       rb.append(tr);
+      // The table is drawn anew on each render: the focus stays on the row.
+      if (focusRecall === r.shoe + '/' + r.coup && document.activeElement === document.body) tr.focus();
     }
     // Dealers: the figures per dealer on this trail.
     const db = $('dealer-table').querySelector('tbody');
@@ -588,6 +611,8 @@
     show('recall-note', rnote !== '');
     setText('recall-note', rnote);
   }
+
+  let focusRecall = '';
 
   // Recall is not on MQTT: the pit fetches it from the controller whenever
   // a coup ends or is voided (a change of coup, phase or roads).
