@@ -110,6 +110,17 @@ const (
 // ErrWebConfig reports a web display configuration that cannot work.
 var ErrWebConfig = errors.New("web display configuration")
 
+// RoadsAsset returns one of the files that draw the roads ("roads.js",
+// "roads.css"): the surveillance viewer serves the table display's own, so
+// the two draw the roads alike.
+func RoadsAsset(name string) ([]byte, bool) {
+	if name != "roads.js" && name != "roads.css" {
+		return nil, false
+	}
+	b, err := webFiles.ReadFile("web/" + name)
+	return b, err == nil
+}
+
 // ErrNotReady says figures are still being read (the dealer figures read
 // the trail's history in the background at start): the caller answers
 // 503 and asks the page to come back.
@@ -400,7 +411,7 @@ func webPage(assets map[string]webAsset) (func(view, config string) ([]byte, err
 		return "web/" + name + "?v=" + strings.Trim(a.etag, `"`), nil
 	}
 	names := map[string]string{}
-	for _, n := range []string{"app.js", "pit.js", "style.css", "vendor/mqtt.min.js"} {
+	for _, n := range []string{"app.js", "pit.js", "roads.js", "roads.css", "style.css", "vendor/mqtt.min.js"} {
 		v, err := versioned(n)
 		if err != nil {
 			return nil, err
@@ -412,6 +423,7 @@ func webPage(assets map[string]webAsset) (func(view, config string) ([]byte, err
 		data := map[string]string{
 			"View": view, "Config": config,
 			"AppJS": names["app.js"], "StyleCSS": names["style.css"], "MQTTJS": names["vendor/mqtt.min.js"],
+			"RoadsJS": names["roads.js"], "RoadsCSS": names["roads.css"],
 		}
 		if view == "pit" {
 			// Only the pit view signs commands.

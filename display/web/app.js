@@ -9,7 +9,6 @@
 (function () {
   const body = document.body;
   const VIEW = body.dataset.view === 'pit' ? 'pit' : 'public';
-  const ROWS = 6;
   const SUIT = { S: '\u2660', H: '\u2665', D: '\u2666', C: '\u2663' };
   const RED_SUITS = { H: true, D: true };
   const PHASES = {
@@ -364,76 +363,6 @@
     if (s.cut_card_seen) setText('cut-card', s.last_coup ? 'CUT CARD OUT \u00b7 LAST COUP ' + s.last_coup : 'CUT CARD OUT');
   }
 
-  // drawRoad lays cells out on a road's grid, showing its last columns when
-  // the shoe has more than the screen holds.
-  function drawRoad(box, cells, make) {
-    // Fractional sizes: clientWidth and clientHeight are rounded, which
-    // can lose a whole column of cells sized to a fraction of a pixel.
-    const cs = getComputedStyle(box);
-    const b = box.getBoundingClientRect();
-    const inner = (w, a, z) => w - parseFloat(cs[a]) - parseFloat(cs[z]);
-    const cell = inner(b.height, 'borderTopWidth', 'borderBottomWidth') / ROWS;
-    // Whole columns only: a column that only partly fits is cut off at
-    // the edge, the newest one included.
-    const capacity = Math.max(1, Math.floor(inner(b.width, 'borderLeftWidth', 'borderRightWidth') / cell + 0.001));
-    let last = -1;
-    for (const c of cells) if (c.col > last) last = c.col;
-    // As casino boards do, the board scrolls to keep the newest column in
-    // view with an empty column after it for the next result (unless the
-    // board is a single column wide).
-    const spare = capacity > 2 ? 1 : 0;
-    const offset = Math.max(0, last + 1 + spare - capacity);
-    box.dataset.capacity = String(capacity);
-    box.dataset.offset = String(offset);
-    const frag = document.createDocumentFragment();
-    let n = 0;
-    for (const c of cells) {
-      if (c.col < offset || c.row < 0 || c.row >= ROWS) continue;
-      const e = make(c);
-      e.style.gridColumn = String(c.col - offset + 1);
-      e.style.gridRow = String(c.row + 1);
-      frag.append(e);
-      n++;
-    }
-    box.dataset.count = String(n);
-    box.replaceChildren(frag);
-  }
-
-  function pairs(e, c) {
-    if (c.banker_pair) e.append(el('i', 'pair bp'));
-    if (c.player_pair) e.append(el('i', 'pair pp'));
-  }
-
-  function beadCell(c) {
-    const e = el('div', 'cell bead ' + c.result);
-    e.textContent = BEAD_POINTS ? String(num(c.point)) : ({ banker: 'B', player: 'P', tie: 'T' }[c.result] || '?');
-    e.dataset.coup = String(c.coup);
-    e.title = 'coup ' + c.coup + ': ' + c.result + ' ' + num(c.point) + (c.natural ? ', natural' : '');
-    pairs(e, c);
-    return e;
-  }
-
-  function bigRoadCell(c) {
-    const e = el('div', 'cell bigroad ' + c.result);
-    e.dataset.coup = String(c.coup);
-    const ties = num(c.ties) + num(c.leading_ties);
-    e.dataset.ties = String(ties);
-    if (ties > 0) {
-      e.append(el('i', 'tie-slash'));
-      if (ties > 1) e.append(el('b', 'tie-count', ties));
-    }
-    pairs(e, c);
-    return e;
-  }
-
-  function derivedCell(kind) {
-    return (c) => {
-      const e = el('div', 'cell');
-      e.append(el('i', 'mk ' + kind + ' ' + (c.colour === 'red' || c.colour === 'blue' ? c.colour : 'none')));
-      return e;
-    };
-  }
-
   let lastRoadsKey = '';
   function renderRoads() {
     const r = state.roads || {};
@@ -445,11 +374,8 @@
     const key = JSON.stringify([r, window.innerWidth, window.innerHeight, $('road-big').clientHeight, $('road-bigeye').clientHeight]);
     if (key !== lastRoadsKey) {
       lastRoadsKey = key;
-      drawRoad($('road-bead'), list(r.bead_plate), beadCell);
-      drawRoad($('road-big'), list(grid.big_road), bigRoadCell);
-      drawRoad($('road-bigeye'), list(grid.big_eye_boy), derivedCell('bigeye'));
-      drawRoad($('road-small'), list(grid.small_road), derivedCell('small'));
-      drawRoad($('road-roach'), list(grid.cockroach_pig), derivedCell('roach'));
+      window.tableRoads.draw({ bead: $('road-bead'), big: $('road-big'), bigeye: $('road-bigeye'), small: $('road-small'), roach: $('road-roach') },
+        r, { beadPoints: BEAD_POINTS });
     }
 
     const s = r.stats || {};
