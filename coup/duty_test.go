@@ -188,3 +188,35 @@ func TestRecallStrays(t *testing.T) {
 		})
 	}
 }
+
+// TestBoardView: while betting is open the public view says when the
+// betting time closes it (none while suspended), and keeps the last
+// coup's result up until the next coup's first card.
+func TestBoardView(t *testing.T) {
+	h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate; c.ResultTime = 0; c.BettingTime = 15 * time.Second })
+	h.open() // betting closed by the button on coup 1
+	if v := h.tab.PublicView(); !v.BetsCloseAt.IsZero() || v.Last != nil {
+		t.Fatalf("betting closed on coup 1: closes at %v, last %+v", v.BetsCloseAt, v.Last)
+	}
+	h.cards(naturalCoup(1))
+	v := h.tab.PublicView()
+	if v.Phase != PhaseBettingOpen || !v.BetsCloseAt.Equal(h.now.Add(15*time.Second)) {
+		t.Fatalf("coup 2 betting: phase %s, closes at %v", v.Phase, v.BetsCloseAt)
+	}
+	if v.Last == nil || v.Last.Coup != 1 || len(v.Last.Player) != 2 || v.Last.Result.Winner != SidePlayer {
+		t.Fatalf("the last result while betting: %+v", v.Last)
+	}
+	h.cmd(Command{Action: ActionSuspend, ID: "s"})
+	if v := h.tab.PublicView(); !v.BetsCloseAt.IsZero() {
+		t.Errorf("suspended, betting closes at %v", v.BetsCloseAt)
+	}
+	h.cmd(Command{Action: ActionResume, ID: "r"})
+	h.btn(ButtonNoMoreBets)
+	if v := h.tab.PublicView(); v.Last == nil || !v.BetsCloseAt.IsZero() {
+		t.Errorf("bets closed, no card: last %+v, closes at %v", v.Last, v.BetsCloseAt)
+	}
+	h.card("2H")
+	if v := h.tab.PublicView(); v.Last != nil {
+		t.Errorf("a card dealt, the last result still up: %+v", v.Last)
+	}
+}

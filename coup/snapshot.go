@@ -40,6 +40,8 @@ type tableSnapshot struct {
 	Cards []snapCard `json:"cards"`
 	// Strays are the coup's cards drawn while suspended (absent before).
 	Strays []snapStray `json:"strays,omitempty"`
+	// OpenedAt is when the coup's betting opened (absent before).
+	OpenedAt time.Time `json:"opened_at,omitzero"`
 
 	Pending  int       `json:"pending"`
 	Result   *Result   `json:"result"`
@@ -372,7 +374,7 @@ func (t *Table) Snapshot() ([]byte, error) {
 		Phase:  t.phase, Shoe: t.shoe, Coup: t.coup,
 		Comp:  snapShoe{Decks: t.comp.decks, Counts: t.comp.counts, Total: t.comp.total},
 		Burn:  snapBurn{Required: t.burn.Required, Burned: t.burn.Burned},
-		Cards: snapCards(t.cards), Strays: snapStrays(t.strays), Pending: t.pending, Result: t.result, ResultAt: t.resultAt, Final: t.final,
+		Cards: snapCards(t.cards), Strays: snapStrays(t.strays), OpenedAt: t.openedAt, Pending: t.pending, Result: t.result, ResultAt: t.resultAt, Final: t.final,
 		CutSeen: t.cutSeen, LastCoup: t.lastCoup,
 		ManualSuspend: t.manualSuspend, Alerts: t.alerts, NextAlert: t.nextAlert, Link: t.link, LastSeq: t.lastSeq,
 		Deadline: t.deadline,
@@ -433,7 +435,7 @@ func RestoreSnapshot(b []byte) (*Table, error) {
 		phase: s.Phase, shoe: s.Shoe, coup: s.Coup,
 		comp:  Shoe{decks: s.Comp.Decks, counts: s.Comp.Counts, total: s.Comp.Total},
 		burn:  BurnState{Required: s.Burn.Required, Burned: s.Burn.Burned},
-		cards: dealtCards(s.Cards), strays: strayCards(s.Strays), pending: s.Pending, result: s.Result, resultAt: s.ResultAt, final: s.Final,
+		cards: dealtCards(s.Cards), strays: strayCards(s.Strays), openedAt: s.OpenedAt, pending: s.Pending, result: s.Result, resultAt: s.ResultAt, final: s.Final,
 		cutSeen: s.CutSeen, lastCoup: s.LastCoup, dealer: s.Dealer,
 		manualSuspend: s.ManualSuspend, alerts: s.Alerts, nextAlert: s.NextAlert, link: s.Link, lastSeq: s.LastSeq,
 		deadline: s.Deadline,

@@ -187,6 +187,7 @@ type Table struct {
 
 	cards    []DealtCard // the coup in progress, in shoe order
 	strays   []StrayCard // cards drawn while suspended during it (recall)
+	openedAt time.Time   // when its betting opened: the round's time
 	pending  int         // index in cards of a card awaiting manual entry, or -1
 	result   *Result
 	resultAt time.Time
@@ -615,6 +616,7 @@ func (a *applier) openBetting(coup int) {
 	t.phase = PhaseBettingOpen
 	t.coup = coup
 	t.cards, t.strays = nil, nil
+	t.openedAt = a.in.At
 	t.pending = -1
 	t.result = nil
 	t.final = false

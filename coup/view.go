@@ -1,6 +1,9 @@
 package coup
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // ViewCard is one card of a hand on a display. A hidden card shows no
 // identity on the public view.
@@ -36,6 +39,24 @@ type View struct {
 	Burn        *BurnState      `json:"burn,omitempty"`
 	// Dealer is the dealer on duty, "" when none is signed in.
 	Dealer string `json:"dealer,omitempty"`
+	// OpenedAt is when the coup's betting opened: with the table, the
+	// shoe and the coup, the round's id for a dispute. Zero between shoes.
+	OpenedAt time.Time `json:"opened_at,omitzero"`
+	// BetsCloseAt is when the table's betting time closes betting (the
+	// controller closes it then, as the dealer's button would), while
+	// betting is open on a table configured with one; zero otherwise.
+	BetsCloseAt time.Time `json:"bets_close_at,omitzero"`
+	// Last is the shoe's coup before this one, finished, while this one
+	// has no card yet: boards keep the last result up through betting.
+	Last *LastCoup `json:"last,omitempty"`
+}
+
+// LastCoup is a finished coup's result, as a board keeps it up.
+type LastCoup struct {
+	Coup   int    `json:"coup"`
+	Player []Card `json:"player"`
+	Banker []Card `json:"banker"`
+	Result Result `json:"result"`
 }
 
 // PitView shows every card as read, hidden or not.
@@ -66,6 +87,13 @@ func (t *Table) view(pit bool) View {
 	} else if v.Suspended {
 		// The supervisor's note stays on the pit's view and in the trail.
 		v.SuspendReason = PublicReason(t.manualSuspend, t.alerts)
+	}
+	if t.phase == PhaseBettingOpen && !t.Suspended() {
+		v.BetsCloseAt = t.deadline
+	}
+	v.Last = t.lastCoupView()
+	if v.Coup > 0 {
+		v.OpenedAt = t.openedAt
 	}
 	var player, banker []Card
 	for _, dc := range t.cards {
@@ -136,4 +164,18 @@ func alertReason(k AlertKind) string {
 		return ReasonTableCheck
 	}
 	return ReasonCardCheck
+}
+
+// lastCoupView is the shoe's previous coup while the current one has no
+// card: finished, not voided, revealed (a record is made once the result
+// is final).
+func (t *Table) lastCoupView() *LastCoup {
+	if (t.phase != PhaseBettingOpen && t.phase != PhaseBettingClosed) || len(t.cards) > 0 || len(t.recall) == 0 {
+		return nil
+	}
+	r := t.recall[len(t.recall)-1]
+	if r.Shoe != t.shoe || r.Coup != t.coup-1 || r.Voided || r.Result == nil {
+		return nil
+	}
+	return &LastCoup{Coup: r.Coup, Player: slices.Clone(r.Result.Player), Banker: slices.Clone(r.Result.Banker), Result: *r.Result}
 }

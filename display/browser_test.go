@@ -910,6 +910,9 @@ func checkBeadPlate(t *testing.T, pg *browsertest.Page, results []coup.Result) {
 		r := results[i]
 		want := beadSeen{Coup: i + 1, Class: "cell bead " + r.Winner.String(), Text: letters[r.Winner],
 			Col: strconv.Itoa(i/6 + 1), Row: strconv.Itoa(i%6 + 1), BP: r.BankerPair, PP: r.PlayerPair}
+		if i == len(cells)-1 {
+			want.Class += " newest" // the newest result is marked, as boards blink it
+		}
 		got := c
 		got.BG = ""
 		if got != want {
@@ -985,10 +988,18 @@ func checkBigRoad(t *testing.T, pg *browsertest.Page, rd roads.View) {
 	if len(cells) != len(want) {
 		t.Fatalf("big road shows %d cells, want %d (capacity %d, %d cells in all)", len(cells), len(want), capacity, len(rd.Grid.BigRoad))
 	}
+	newest := 0
+	for _, w := range want {
+		newest = max(newest, w.Coup)
+	}
 	for i, c := range cells {
 		w := want[i]
 		ties := w.Ties + w.LeadingTies
-		if c.Coup != w.Coup || c.Class != "cell bigroad "+w.Result.String() || c.Ties != ties ||
+		class := "cell bigroad " + w.Result.String()
+		if w.Coup == newest {
+			class += " newest" // the newest result is marked, as boards blink it
+		}
+		if c.Coup != w.Coup || c.Class != class || c.Ties != ties ||
 			c.Col != strconv.Itoa(w.Col-off+1) || c.Row != strconv.Itoa(w.Row+1) {
 			t.Errorf("big road cell %d: %+v, want %+v at column %d", i, c, w, w.Col-off+1)
 		}

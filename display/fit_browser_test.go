@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fitSizes are the screens of layoutSizes and a phone's.
@@ -59,6 +60,7 @@ var fitStates = []struct {
 	shoe         string // pit/shoe
 }{
 	{"result", `{"state":"online","table":"t7","phase":"result","shoe":3,"coup":72,"suspended":false}`, false, "", ""},
+	{"betting-last-result", `{"state":"online","table":"t7","phase":"betting_open","shoe":3,"coup":73,"suspended":false}`, false, "", ""},
 	{"suspended", `{"state":"online","table":"t7","phase":"result","shoe":3,"coup":72,"suspended":true,"suspend_reason":"card_check"}`, false, "", ""},
 	{"offline-no-connection", `{"state":"offline","table":"t7"}`, false, "reconnecting", ""},
 	{"pit-suspended-advantage-no-connection", `{"state":"online","table":"t7","phase":"result","shoe":3,"coup":72,"suspended":true,"suspend_reason":"card_check"}`, true, "reconnecting",
@@ -152,13 +154,23 @@ func TestBrowserFit(t *testing.T) {
 					continue
 				}
 				suspended := strings.Contains(st.status, `"suspended":true`)
-				coupJSON := fmt.Sprintf(`{"shoe":3,"coup":72,"phase":"result","suspended":%v,%s}`, suspended, fitCoup)
+				coupJSON := fmt.Sprintf(`{"shoe":3,"coup":72,"phase":"result","suspended":%v,"opened_at":"2026-11-28T21:46:12.5Z",%s}`, suspended, fitCoup)
+				if strings.Contains(st.status, "betting_open") {
+					// The next coup's betting, the last result held, the
+					// betting time running.
+					coupJSON = fmt.Sprintf(`{"shoe":3,"coup":73,"phase":"betting_open","suspended":false,"player":[],"banker":[],"opened_at":"2026-11-28T21:46:40Z",
+						"bets_close_at":%q,"last":{"coup":72,"player":["2H","3D","7C"],"banker":["KS","4C","5S"],"result":{"winner":"banker","player_point":2,"banker_point":9}},"dealer":"Mei Lin"}`,
+						time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+				}
 				pub("status", st.status)
 				pub("public/coup", coupJSON)
 				pub("pit/coup", coupJSON)
 				pub("pit/alerts/active", `{"alerts":[]}`)
 				pub("pit/shoe", st.shoe)
 				name := fmt.Sprintf("%s %s %s", view, sz.name, st.name)
+				// The page holds what was published (not the state before).
+				pg.WaitFor(name+": the state", `JSON.stringify(window.tableDisplay.state.status) === JSON.stringify(`+st.status+`) && JSON.stringify(window.tableDisplay.state.coup) === JSON.stringify(`+coupJSON+`)`,
+					`JSON.stringify([window.tableDisplay.state.status, window.tableDisplay.state.coup])`)
 				pg.WaitFor(name, `document.body.dataset.loading === 'false' && document.querySelectorAll('#coup .card').length === 6 && document.getElementById('table-state').dataset.state === '`+
 					map[bool]string{true: "suspended", false: map[bool]string{true: "offline", false: "live"}[strings.Contains(st.status, "offline")]}[suspended]+`'`,
 					`[document.body.dataset.loading, document.getElementById('table-state').dataset.state, document.querySelectorAll('#coup .card').length]`)

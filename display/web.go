@@ -70,6 +70,9 @@ type WebConfig struct {
 	// to the pit view (behind the pit's credentials). An error matching
 	// ErrNotReady is a 503 the page retries.
 	DealerStats func() (stats.Report, error)
+	// Limits, when set, are the profile's stake limits (in minor units),
+	// shown on the page as casino boards show them.
+	Limits *coup.Limits
 }
 
 // webSettings is what the page fetches to learn where and as whom to
@@ -88,6 +91,16 @@ type webSettings struct {
 	Recall string `json:"recall,omitempty"`
 	// DealerStats is where it fetches the figures per dealer ("" when none).
 	DealerStats string `json:"dealer_stats,omitempty"`
+	// Limits are the table's stake limits in minor units, when known.
+	Limits *webLimits `json:"limits,omitempty"`
+}
+
+// webLimits is what the page shows of the profile's limits: the table's
+// minimum and maximum per player and coup, and each spot's own maximum.
+type webLimits struct {
+	Min    int64              `json:"min"`
+	Max    int64              `json:"max,omitempty"`
+	PerBet map[coup.Bet]int64 `json:"per_bet,omitempty"`
 }
 
 // webAsset is one embedded file, ready to serve.
@@ -271,6 +284,9 @@ func (w *web) settings(view string) webSettings {
 		}
 	}
 	s.Username, s.Password = login.Username, login.Password
+	if l := w.cfg.Limits; l != nil {
+		s.Limits = &webLimits{Min: l.MinTotal, Max: l.MaxTotal, PerBet: l.PerBet}
+	}
 	return s
 }
 

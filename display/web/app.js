@@ -31,6 +31,10 @@
     suspended: 'no bets, no cards until the game resumes',
     offline: 'no bets \u00b7 what you see is the table\u2019s last known state',
   };
+  // A stream overlay (a video mixer's browser source: OBS): ?layout=
+  // lower-third or side-bar, on a transparent page. Public only.
+  const LAYOUT = new URLSearchParams(location.search).get('layout');
+  if (VIEW === 'public' && (LAYOUT === 'lower-third' || LAYOUT === 'side-bar')) body.classList.add('overlay', 'overlay-' + LAYOUT);
   // Bead cells show B/P/T, or the winning point with ?bead=points.
   const BEAD_POINTS = new URLSearchParams(location.search).get('bead') === 'points';
 
@@ -239,6 +243,33 @@
     }
   }
 
+  // lastCoup lays the view's last coup out as the coup panel draws a coup.
+  function lastCoup(l) {
+    const vc = (list) => (Array.isArray(list) ? list : []).map((card) => ({ card }));
+    return { last: true, coup: l.coup, phase: 'result', player: vc(l.player), banker: vc(l.banker),
+      player_point: num(l.result.player_point), banker_point: num(l.result.banker_point), result: l.result };
+  }
+
+  // renderRound shows the round's id for a dispute (the table, the date
+  // and the shoe and coup, the time betting opened, UTC) and the betting
+  // countdown when the table's betting time runs.
+  function renderRound(c) {
+    const at = c && c.opened_at ? new Date(c.opened_at) : null;
+    let id = '';
+    if (at && !isNaN(at.getTime()) && c.coup) {
+      const iso = at.toISOString();
+      id = ((settings && settings.table) || 'T') + '-' + iso.slice(0, 10).replace(/-/g, '') + '-' + c.shoe + '-' + c.coup + ' \u00b7 ' + iso.slice(11, 19) + ' UTC';
+    }
+    setText('round-id', id || '\u2013');
+    const closes = c && c.phase === 'betting_open' && c.bets_close_at && body.dataset.table === 'live' ? Date.parse(c.bets_close_at) : NaN;
+    const left = isNaN(closes) ? -1 : Math.max(0, Math.ceil((closes - Date.now()) / 1000));
+    show('countdown', left >= 0);
+    if (left >= 0) setText('countdown', String(left));
+    $('countdown').dataset.low = String(left >= 0 && left <= 5);
+    if (left > 0) { clearTimeout(countdownTimer); countdownTimer = setTimeout(schedule, 250); }
+  }
+  let countdownTimer = 0;
+
   // recallCoup lays a recall record out as the coup panel draws a coup.
   function recallCoup(r) {
     const pts = /^(\d)-(\d)$/.exec(r.points || '') || [];
@@ -308,12 +339,18 @@
 
   function renderCoup() {
     const rv = VIEW === 'pit' ? state.recallView : null;
-    const c = rv ? recallCoup(rv) : state.coup;
-    const phase = (c && c.phase) || '';
+    const live = rv ? recallCoup(rv) : state.coup;
+    const phase = (live && live.phase) || '';
     const ph = $('phase');
-    const pt = phaseText(c, rv);
+    const pt = phaseText(live, rv);
     ph.dataset.phase = typeof pt === 'object' ? 'held' : phase;
     setText('phase', typeof pt === 'object' ? pt.text : pt);
+    renderRound(rv ? null : live);
+    // As boards do, the last result stays up through betting, until the
+    // next coup's first card.
+    const c = !rv && live && live.last && live.last.result ? lastCoup(live.last) : live;
+    body.dataset.held = String(c !== live);
+    setText('last-tag', c !== live ? 'LAST RESULT \u00b7 COUP ' + live.last.coup : '');
 
     renderHand('player-cards', c ? c.player : []);
     renderHand('banker-cards', c ? c.banker : []);
@@ -330,7 +367,7 @@
       box.dataset.winner = '';
       return;
     }
-    const key = [c.recall ? 'recall' : 'live', c.shoe, c.coup, r.winner, unrevealed(c)].join('/');
+    const key = [c.recall ? 'recall' : c.last ? 'last' : 'live', c.shoe, c.coup, r.winner, unrevealed(c)].join('/');
     box.dataset.unrevealed = String(unrevealed(c));
     if (box.dataset.key !== key) {
       box.dataset.key = key;
@@ -350,7 +387,28 @@
     }
   }
 
+  // money shows minor units as the profile counts them: 10 is 0.10,
+  // 250000 is 2,500.
+  function money(v) {
+    const n = num(v) / 100;
+    return n.toLocaleString('en-US', { minimumFractionDigits: Number.isInteger(n) ? 0 : 2, maximumFractionDigits: 2 });
+  }
+
+  // renderLimits: the table's minimum and maximum, and the main spots' and
+  // the tie's own maximum, as boards show them.
+  function renderLimits() {
+    const l = settings && settings.limits;
+    show('limits', !!l);
+    if (!l) return;
+    const per = l.per_bet || {};
+    let text = 'LIMITS ' + money(l.min) + (l.max ? ' \u2013 ' + money(l.max) : '');
+    if (per.player && per.player === per.banker) text += ' \u00b7 P/B \u2264 ' + money(per.player);
+    if (per.tie) text += ' \u00b7 TIE \u2264 ' + money(per.tie);
+    setText('limits', text);
+  }
+
   function renderShoe() {
+    renderLimits();
     const s = state.shoe || state.coup || {};
     const dealt = num(s.cards_dealt);
     const remaining = num(s.cards_remaining);

@@ -93,6 +93,12 @@ window.tableRoads = (function () {
     const grid = r.grid || {};
     drawRoad(boxes.bead, list(r.bead_plate), (c) => beadCell(c, opt));
     drawRoad(boxes.big, list(grid.big_road), bigRoadCell);
+    // The newest result is marked on both, as boards blink it.
+    for (const box of [boxes.bead, boxes.big]) {
+      let newest = null;
+      for (const e of box.children) if (!newest || +e.dataset.coup > +newest.dataset.coup) newest = e;
+      if (newest) newest.classList.add('newest');
+    }
     drawRoad(boxes.bigeye, list(grid.big_eye_boy), derivedCell('bigeye'));
     drawRoad(boxes.small, list(grid.small_road), derivedCell('small'));
     drawRoad(boxes.roach, list(grid.cockroach_pig), derivedCell('roach'));
