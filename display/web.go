@@ -73,6 +73,9 @@ type WebConfig struct {
 	// Limits, when set, are the profile's stake limits (in minor units),
 	// shown on the page as casino boards show them.
 	Limits *coup.Limits
+	// Language is the language of the public screens that say none
+	// (?lang=): "en" (or empty), "zh-Hans", "zh-Hant".
+	Language string
 }
 
 // webSettings is what the page fetches to learn where and as whom to
@@ -93,6 +96,9 @@ type webSettings struct {
 	DealerStats string `json:"dealer_stats,omitempty"`
 	// Limits are the table's stake limits in minor units, when known.
 	Limits *webLimits `json:"limits,omitempty"`
+	// Language is the public screen's ("en", "zh-Hans", "zh-Hant"); a
+	// screen's ?lang= comes first.
+	Language string `json:"language,omitempty"`
 }
 
 // webLimits is what the page shows of the profile's limits: the table's
@@ -284,6 +290,7 @@ func (w *web) settings(view string) webSettings {
 		}
 	}
 	s.Username, s.Password = login.Username, login.Password
+	s.Language = w.cfg.Language
 	if l := w.cfg.Limits; l != nil {
 		s.Limits = &webLimits{Min: l.MinTotal, Max: l.MaxTotal, PerBet: l.PerBet}
 	}
@@ -427,7 +434,7 @@ func webPage(assets map[string]webAsset) (func(view, config string) ([]byte, err
 		return "web/" + name + "?v=" + strings.Trim(a.etag, `"`), nil
 	}
 	names := map[string]string{}
-	for _, n := range []string{"app.js", "pit.js", "roads.js", "roads.css", "style.css", "vendor/mqtt.min.js"} {
+	for _, n := range []string{"app.js", "pit.js", "roads.js", "roads.css", "i18n.js", "style.css", "vendor/mqtt.min.js"} {
 		v, err := versioned(n)
 		if err != nil {
 			return nil, err
@@ -439,7 +446,7 @@ func webPage(assets map[string]webAsset) (func(view, config string) ([]byte, err
 		data := map[string]string{
 			"View": view, "Config": config,
 			"AppJS": names["app.js"], "StyleCSS": names["style.css"], "MQTTJS": names["vendor/mqtt.min.js"],
-			"RoadsJS": names["roads.js"], "RoadsCSS": names["roads.css"],
+			"RoadsJS": names["roads.js"], "RoadsCSS": names["roads.css"], "I18nJS": names["i18n.js"],
 		}
 		if view == "pit" {
 			// Only the pit view signs commands.

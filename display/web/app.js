@@ -31,6 +31,12 @@
     suspended: 'no bets, no cards until the game resumes',
     offline: 'no bets \u00b7 what you see is the table\u2019s last known state',
   };
+  // The screen's language: ?lang=, else the controller's setting (once
+  // the settings are in); the pit's own panels stay in English.
+  const i18n = window.tableI18n;
+  const T = (en) => (i18n ? i18n.t(en) : en);
+  const LANG = new URLSearchParams(location.search).get('lang');
+  function useLanguage(lang) { if (i18n) { i18n.use(lang || 'en', $('screen')); lastRoadsKey = ''; } }
   // A stream overlay (a video mixer's browser source: OBS): ?layout=
   // lower-third or side-bar, on a transparent page. Public only.
   const LAYOUT = new URLSearchParams(location.search).get('layout');
@@ -143,7 +149,7 @@
   // note, which only the pit's topics carry.
   function publicReason(st) {
     const code = st.suspend_reason || (state.coup && state.coup.suspend_reason) || '';
-    return (REASONS[code] || REASONS.table_check) + ' \u00b7 ' + MSG.suspended;
+    return T(REASONS[code] || REASONS.table_check) + ' \u00b7 ' + T(MSG.suspended);
   }
 
   // The pit reads the worst alert holding the table and what clears it,
@@ -171,16 +177,16 @@
   function phaseText(c, rv) {
     if (rv) return 'RECALL \u00b7 SHOE ' + rv.shoe + ' COUP ' + rv.coup + (rv.voided ? ' \u00b7 VOIDED' : '');
     const ts = body.dataset.table;
-    if (ts === 'suspended') return { text: 'NO BETS \u00b7 GAME PAUSED', held: true };
-    if (ts === 'offline') return { text: 'NO BETS \u00b7 TABLE OFFLINE', held: true };
-    if (state.conn !== 'online' && ts !== 'loading') return { text: 'NO CONNECTION', held: true };
+    if (ts === 'suspended') return { text: T('NO BETS') + ' \u00b7 ' + T('GAME PAUSED'), held: true };
+    if (ts === 'offline') return { text: T('NO BETS') + ' \u00b7 ' + T('TABLE OFFLINE'), held: true };
+    if (state.conn !== 'online' && ts !== 'loading') return { text: T('NO CONNECTION'), held: true };
     const phase = (c && c.phase) || '';
-    if (phase === 'no_shoe' && shoeOver()) return 'SHOE OVER \u00b7 WAITING FOR A NEW SHOE';
-    if (phase !== 'result') return PHASES[phase] || '\u00a0';
-    if (!c.result) return 'AWAITING REVEAL';
+    if (phase === 'no_shoe' && shoeOver()) return T('SHOE OVER') + ' \u00b7 ' + T('WAITING FOR A NEW SHOE');
+    if (phase !== 'result') return PHASES[phase] ? T(PHASES[phase]) : '\u00a0';
+    if (!c.result) return T('AWAITING REVEAL');
     // The pit sees the result before the public: the line says what the
     // table is waiting for, the result box that only the pit sees it.
-    return unrevealed(c) ? 'AWAITING REVEAL' : PHASES.result;
+    return T(unrevealed(c) ? 'AWAITING REVEAL' : PHASES.result);
   }
 
   function unrevealed(c) { return [].concat(c.player || [], c.banker || []).some((vc) => vc && vc.hidden); }
@@ -197,12 +203,12 @@
     body.dataset.loading = String(!isLoaded);
     show('banner-loading', !isLoaded && state.conn !== 'offline');
     if (!isLoaded) {
-      setText('loading-detail', state.conn === 'online' ? 'reading the table\u2019s state\u2026' : 'connecting to the table\u2026');
+      setText('loading-detail', T(state.conn === 'online' ? 'reading the table\u2019s state\u2026' : 'connecting to the table\u2026'));
     }
     const ts = isLoaded ? tableState() : 'loading';
     const pill = $('table-state');
     pill.dataset.state = ts;
-    setText('table-state', { offline: 'OFFLINE', suspended: 'SUSPENDED', replay: 'REPLAY', live: 'LIVE', waiting: 'WAITING', loading: 'LOADING' }[ts]);
+    setText('table-state', T({ offline: 'OFFLINE', suspended: 'SUSPENDED', replay: 'REPLAY', live: 'LIVE', waiting: 'WAITING', loading: 'LOADING' }[ts]));
     body.dataset.table = ts;
 
     // One line: it summarises (how many alerts, the worst, what clears
@@ -216,14 +222,14 @@
       $('banner-suspended').title = reason;
     }
     show('banner-offline', ts === 'offline');
-    setText('offline-detail', VIEW === 'pit' ? 'the controller is not running: what you see is the last known state' : MSG.offline);
+    setText('offline-detail', VIEW === 'pit' ? 'the controller is not running: what you see is the last known state' : T(MSG.offline));
 
     const conn = $('conn');
     conn.dataset.state = state.conn;
-    setText('conn-text', { online: 'CONNECTED', reconnecting: 'RECONNECTING', connecting: 'CONNECTING', offline: 'DISCONNECTED' }[state.conn] || state.conn.toUpperCase());
+    setText('conn-text', T({ online: 'CONNECTED', reconnecting: 'RECONNECTING', connecting: 'CONNECTING', offline: 'DISCONNECTED' }[state.conn] || state.conn.toUpperCase()));
     const lost = state.conn !== 'online';
     show('banner-conn', lost && (state.conn !== 'connecting' || state.connDetail !== ''));
-    setText('conn-detail', state.connDetail || 'reconnecting to the table\u2026');
+    setText('conn-detail', state.connDetail || T('reconnecting to the table\u2026'));
     body.classList.toggle('stale', lost && state.conn !== 'connecting' || ts === 'offline');
 
     setText('table-name', (settings && settings.table) || '');
@@ -350,7 +356,7 @@
     // next coup's first card.
     const c = !rv && live && live.last && live.last.result ? lastCoup(live.last) : live;
     body.dataset.held = String(c !== live);
-    setText('last-tag', c !== live ? 'LAST RESULT \u00b7 COUP ' + live.last.coup : '');
+    setText('last-tag', c !== live ? T('LAST RESULT') + ' \u00b7 ' + T('COUP') + ' ' + live.last.coup : '');
 
     renderHand('player-cards', c ? c.player : []);
     renderHand('banker-cards', c ? c.banker : []);
@@ -373,7 +379,7 @@
       box.dataset.key = key;
       box.hidden = false;
       box.dataset.winner = r.winner;
-      setText('result-text', { banker: 'BANKER WINS', player: 'PLAYER WINS', tie: 'TIE' }[r.winner] || String(r.winner).toUpperCase());
+      setText('result-text', T({ banker: 'BANKER WINS', player: 'PLAYER WINS', tie: 'TIE' }[r.winner] || String(r.winner).toUpperCase()));
       const pts = r.winner === 'banker'
         ? num(r.banker_point) + ' \u2013 ' + num(r.player_point)
         : num(r.player_point) + ' \u2013 ' + num(r.banker_point);
@@ -381,7 +387,7 @@
       const tags = $('result-tags');
       tags.replaceChildren();
       if (unrevealed(c)) tags.append(el('span', 'tag pit-only-tag', 'PIT ONLY \u00b7 NOT YET REVEALED'));
-      if (r.player_natural || r.banker_natural) tags.append(el('span', 'tag natural', 'NATURAL'));
+      if (r.player_natural || r.banker_natural) tags.append(el('span', 'tag natural', T('NATURAL')));
       if (r.banker_pair) tags.append(el('span', 'tag banker-pair', 'BANKER PAIR'));
       if (r.player_pair) tags.append(el('span', 'tag player-pair', 'PLAYER PAIR'));
     }
@@ -401,9 +407,9 @@
     show('limits', !!l);
     if (!l) return;
     const per = l.per_bet || {};
-    let text = 'LIMITS ' + money(l.min) + (l.max ? ' \u2013 ' + money(l.max) : '');
-    if (per.player && per.player === per.banker) text += ' \u00b7 P/B \u2264 ' + money(per.player);
-    if (per.tie) text += ' \u00b7 TIE \u2264 ' + money(per.tie);
+    let text = T('LIMITS') + ' ' + money(l.min) + (l.max ? ' \u2013 ' + money(l.max) : '');
+    if (per.player && per.player === per.banker) text += ' \u00b7 ' + T('P/B') + ' \u2264 ' + money(per.player);
+    if (per.tie) text += ' \u00b7 ' + T('TIE') + ' \u2264 ' + money(per.tie);
     setText('limits', text);
   }
 
@@ -418,7 +424,7 @@
     $('shoe-fill').style.width = total > 0 ? (100 * dealt / total).toFixed(2) + '%' : '0%';
     const cut = $('cut-card');
     cut.hidden = !s.cut_card_seen;
-    if (s.cut_card_seen) setText('cut-card', s.last_coup ? 'CUT CARD OUT \u00b7 LAST COUP ' + s.last_coup : 'CUT CARD OUT');
+    if (s.cut_card_seen) setText('cut-card', s.last_coup ? T('CUT CARD OUT') + ' \u00b7 ' + T('LAST COUP') + ' ' + s.last_coup : T('CUT CARD OUT'));
   }
 
   let lastRoadsKey = '';
@@ -433,7 +439,7 @@
     if (key !== lastRoadsKey) {
       lastRoadsKey = key;
       window.tableRoads.draw({ bead: $('road-bead'), big: $('road-big'), bigeye: $('road-bigeye'), small: $('road-small'), roach: $('road-roach') },
-        r, { beadPoints: BEAD_POINTS });
+        r, { beadPoints: BEAD_POINTS, letters: { banker: T('B'), player: T('P'), tie: T('T') } });
     }
 
     const s = r.stats || {};
@@ -670,6 +676,7 @@
 
   function connect(cfg) {
     settings = cfg;
+    if (!LANG && cfg.language) useLanguage(cfg.language);
     const topics = topicsFor(cfg.prefix);
     const byTopic = {};
     for (const [k, v] of Object.entries(topics)) byTopic[v] = k;
@@ -758,6 +765,7 @@
   }
 
   window.addEventListener('resize', schedule);
+  useLanguage(LANG);
   if (VIEW === 'pit') $('recall-exit').addEventListener('click', () => { state.recallView = null; schedule(); });
   render();
   start();

@@ -56,7 +56,7 @@ window.tableRoads = (function () {
 
   function beadCell(c, opt) {
     const e = el('div', 'cell bead ' + c.result);
-    e.textContent = opt && opt.beadPoints ? String(num(c.point)) : ({ banker: 'B', player: 'P', tie: 'T' }[c.result] || '?');
+    e.textContent = opt && opt.beadPoints ? String(num(c.point)) : ((opt && opt.letters) || { banker: 'B', player: 'P', tie: 'T' })[c.result] || '?';
     e.dataset.coup = String(c.coup);
     e.title = 'coup ' + c.coup + ': ' + c.result + ' ' + num(c.point) + (c.natural ? ', natural' : '');
     pairs(e, c);
