@@ -80,7 +80,7 @@ func TestBrowserPublicWords(t *testing.T) {
 			pg.WaitFor("the state's message", `document.body.dataset.loading === 'false' && document.getElementById('table-state').textContent === '`+st.pill+`'`,
 				`[document.body.dataset.loading, document.getElementById('table-state').textContent, document.getElementById('phase').textContent]`)
 			checkWords(t, pg, st.phase, st.banner, st.detailPrefix, st.mustNotAppear)
-			pg.SaveScreenshot(shots, "public-1280x720-"+st.name, false)
+			pg.SaveScreenshot(shots, "state-1280x720-"+st.name, false)
 			pg.NoProblems()
 		})
 	}
