@@ -400,7 +400,8 @@ func (ctl *Controller) mountWeb() error {
 		return s, nil
 	}
 	wc := display.WebConfig{Table: ctl.cfg.TableID, BrokerWS: ws, Prefix: ctl.cfg.MQTT.Prefix, Recall: ctl.rec, DealerStats: ctl.dealers.Load().report, Limits: &ctl.limits,
-		Public: display.WebLogin{Username: h.DisplayUser}, Pit: display.WebLogin{Username: h.PitBrokerUser}, PitUser: h.PitUser}
+		Language: h.DisplayLanguage,
+		Public:   display.WebLogin{Username: h.DisplayUser}, Pit: display.WebLogin{Username: h.PitBrokerUser}, PitUser: h.PitUser}
 	var err error
 	if wc.Public.Password, err = secret("http.display_password_file", h.DisplayPasswordFile); err != nil {
 		return err
