@@ -94,7 +94,7 @@ const fitJS = `(() => {
 	}
 	// The parts of a line of text (the header, a hand's name and point, the
 	// shoe's counts) never run into each other.
-	for (const row of document.querySelectorAll('#top, #top .brand, #top .meta, .hand-head, .shoe-nums, .shoe-head, .stat-row, .stat-minor, .predict-head')) {
+	for (const row of document.querySelectorAll('#top, #top .brand, #top .meta, .phase-line, .hand-head, .shoe-nums, .shoe-head, .stat-row, .stat-minor, .predict-head')) {
 		const parts = Array.from(row.children).filter(shown);
 		for (let i = 0; i < parts.length; i++) {
 			if (!inside(r(parts[i]), r(row))) bad.push(name(parts[i]) + ' at ' + fmt(r(parts[i])) + ' outside ' + name(row) + ' ' + fmt(r(row)));
@@ -110,6 +110,14 @@ const fitJS = `(() => {
 			if (panels[i].contains(panels[j]) || panels[j].contains(panels[i])) continue;
 			if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) bad.push(name(panels[i]) + ' ' + fmt(a) + ' overlaps ' + name(panels[j]) + ' ' + fmt(b));
 		}
+	}
+	// Legible on a phone: no text under 9 px (a card's corner index
+	// aside: its centre says the same, large; and a road's cells, whose
+	// shape and colour say what their letter does).
+	for (const e of document.querySelectorAll('#screen *')) {
+		if (!shown(e) || e.closest('.card') || e.closest('.road') || !Array.from(e.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim() !== '')) continue;
+		const px = parseFloat(getComputedStyle(e).fontSize);
+		if (px < 9) bad.push(name(e) + ' ' + JSON.stringify(e.textContent.trim().slice(0, 20)) + ' in ' + px.toFixed(1) + ' px text');
 	}
 	return {bad: bad, cards: document.querySelectorAll('#coup .card').length,
 		banners: Array.from(document.querySelectorAll('#banners > .banner')).filter(shown).map((e) => e.id)};
