@@ -80,6 +80,10 @@ func TestBrowserPublicWords(t *testing.T) {
 			pg.WaitFor("the state's message", `document.body.dataset.loading === 'false' && document.getElementById('table-state').textContent === '`+st.pill+`'`,
 				`[document.body.dataset.loading, document.getElementById('table-state').textContent, document.getElementById('phase').textContent]`)
 			checkWords(t, pg, st.phase, st.banner, st.detailPrefix, st.mustNotAppear)
+			// The VIP profile's limits (minor units), as boards show them.
+			if got, want := pg.Text("#limits"), "LIMITS 0.10 – 5,000 · P/B ≤ 2,500 · TIE ≤ 625"; got != want {
+				t.Errorf("limits %q, want %q", got, want)
+			}
 			pg.SaveScreenshot(shots, "state-1280x720-"+st.name, false)
 			pg.NoProblems()
 		})

@@ -404,9 +404,11 @@
   // the tie's own maximum, as boards show them.
   function renderLimits() {
     const l = settings && settings.limits;
-    show('limits', !!l);
-    if (!l) return;
-    const per = l.per_bet || {};
+    const per = (l && l.per_bet) || {};
+    // A profile without limits (all 0) shows none.
+    const any = !!l && (num(l.min) > 0 || num(l.max) > 0 || Object.keys(per).length > 0);
+    show('limits', any);
+    if (!any) return;
     let text = T('LIMITS') + ' ' + money(l.min) + (l.max ? ' \u2013 ' + money(l.max) : '');
     if (per.player && per.player === per.banker) text += ' \u00b7 ' + T('P/B') + ' \u2264 ' + money(per.player);
     if (per.tie) text += ' \u00b7 ' + T('TIE') + ' \u2264 ' + money(per.tie);
