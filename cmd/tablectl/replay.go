@@ -244,6 +244,13 @@ func runRecall(args []string, stdout io.Writer) error {
 		if len(c.Manual) > 0 {
 			fmt.Fprintf(stdout, "  manual: %s", strings.Join(c.Manual, " "))
 		}
+		if len(c.Suspended) > 0 {
+			var strays []string
+			for _, i := range c.Suspended {
+				strays = append(strays, c.Cards[i])
+			}
+			fmt.Fprintf(stdout, "  drawn while suspended, in no hand: %s", strings.Join(strays, " "))
+		}
 		fmt.Fprintln(stdout)
 	}
 	if n := len(rp.Differences()); n > 0 {
