@@ -3,6 +3,7 @@ package display_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablectl/tablectl/internal/browsertest"
 )
@@ -46,6 +47,9 @@ var publicStates = []struct {
 	{"shoe-over", `{"state":"online","table":"t7","phase":"no_shoe","shoe":2,"suspended":false}`,
 		`{"shoe":2,"coup":0,"phase":"no_shoe","player":[],"banker":[]}`, `{"bead_plate":[],"grid":{},"stats":{"coups":71}}`,
 		"LIVE", "SHOE OVER · WAITING FOR A NEW SHOE", "", "", []string{"PLACE YOUR BETS"}},
+	{"betting-countdown", `{"state":"online","table":"t7","phase":"betting_open","shoe":2,"coup":14,"suspended":false}`,
+		`{"shoe":2,"coup":14,"phase":"betting_open","player":[],"banker":[],"bets_close_at":"CLOSE"}`, "",
+		"LIVE", "PLACE YOUR BETS", "", "", []string{"SUSPENDED"}},
 	{"betting-open", `{"state":"online","table":"t7","phase":"betting_open","shoe":2,"coup":14,"suspended":false}`,
 		`{"shoe":2,"coup":14,"phase":"betting_open","player":[],"banker":[]}`, "",
 		"LIVE", "PLACE YOUR BETS", "", "", []string{"SUSPENDED"}},
@@ -71,7 +75,9 @@ func TestBrowserPublicWords(t *testing.T) {
 			if roadsJSON == "" {
 				roadsJSON = `{"bead_plate":[],"grid":{},"stats":{"coups":13}}`
 			}
-			for topic, payload := range map[string]string{"status": st.status, "public/coup": st.coup,
+			// The betting time closes betting 20 s from now.
+			coupJSON := strings.Replace(st.coup, "CLOSE", time.Now().Add(20*time.Second).UTC().Format(time.RFC3339Nano), 1)
+			for topic, payload := range map[string]string{"status": st.status, "public/coup": coupJSON,
 				"public/shoe": `{"shoe":2,"coup":14,"cards_dealt":180,"cards_remaining":236}`, "public/roads": roadsJSON} {
 				publishRetained(t, f, prefix+"/"+topic, payload)
 				t.Cleanup(func() { publishRetained(t, f, prefix+"/"+topic, "") })
@@ -80,6 +86,14 @@ func TestBrowserPublicWords(t *testing.T) {
 			pg.WaitFor("the state's message", `document.body.dataset.loading === 'false' && document.getElementById('table-state').textContent === '`+st.pill+`'`,
 				`[document.body.dataset.loading, document.getElementById('table-state').textContent, document.getElementById('phase').textContent]`)
 			checkWords(t, pg, st.phase, st.banner, st.detailPrefix, st.mustNotAppear)
+			var count struct {
+				Shown bool
+				Left  int
+			}
+			pg.Eval(`({Shown: `+browsertest.Visible("countdown")+`, Left: +document.getElementById('countdown').textContent})`, &count)
+			if wantCount := strings.Contains(st.coup, "CLOSE"); count.Shown != wantCount || wantCount && (count.Left < 1 || count.Left > 20) {
+				t.Errorf("countdown shown %v with %d s left; want it shown (1-20 s) only with a betting time", count.Shown, count.Left)
+			}
 			// The VIP profile's limits (minor units), as boards show them.
 			if got, want := pg.Text("#limits"), "LIMITS 0.10 – 5,000 · P/B ≤ 2,500 · TIE ≤ 625"; got != want {
 				t.Errorf("limits %q, want %q", got, want)
