@@ -220,3 +220,18 @@ func TestBoardView(t *testing.T) {
 		t.Errorf("a card dealt, the last result still up: %+v", v.Last)
 	}
 }
+
+// TestRecallMisdealCard: the card drawn while betting was open (a
+// misdeal) is in no hand, and the voided coup's record keeps it, marked.
+func TestRecallMisdealCard(t *testing.T) {
+	h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate; c.ResultTime = 0 })
+	h.open()
+	h.cards("2H,3D,4C,5S") // coup 1; betting opens on coup 2
+	h.card("9S")
+	h.cmd(Command{Action: ActionVoid, ID: "v"})
+	rec := h.tab.Recall()
+	r := rec[len(rec)-1]
+	if r.Coup != 2 || !r.Voided || len(r.Strays) != 1 || !r.Strays[0].BettingOpen || r.Strays[0].Card.String() != "9S" {
+		t.Fatalf("the misdealt coup's record: %+v", r)
+	}
+}

@@ -111,7 +111,8 @@ type snapRecord struct {
 // snapStray mirrors StrayCard.
 type snapStray struct {
 	snapCard
-	After int `json:"after"`
+	After       int  `json:"after"`
+	BettingOpen bool `json:"betting_open,omitempty"`
 }
 
 func snapStrays(cs []StrayCard) []snapStray {
@@ -120,7 +121,7 @@ func snapStrays(cs []StrayCard) []snapStray {
 	}
 	out := make([]snapStray, len(cs))
 	for i, c := range cs {
-		out[i] = snapStray{snapCard: snapCards([]DealtCard{c.DealtCard})[0], After: c.After}
+		out[i] = snapStray{snapCard: snapCards([]DealtCard{c.DealtCard})[0], After: c.After, BettingOpen: c.BettingOpen}
 	}
 	return out
 }
@@ -131,7 +132,7 @@ func strayCards(cs []snapStray) []StrayCard {
 	}
 	out := make([]StrayCard, len(cs))
 	for i, c := range cs {
-		out[i] = StrayCard{DealtCard: dealtCards([]snapCard{c.snapCard})[0], After: c.After}
+		out[i] = StrayCard{DealtCard: dealtCards([]snapCard{c.snapCard})[0], After: c.After, BettingOpen: c.BettingOpen}
 	}
 	return out
 }

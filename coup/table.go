@@ -155,18 +155,22 @@ type CoupRecord struct {
 	// Dealer is the dealer on duty when it finished (or was voided in
 	// progress), "" when none was signed in.
 	Dealer string `json:"dealer,omitempty"`
-	// Strays are the cards drawn while the table was suspended during
-	// the coup, before it finished: out of the shoe, in no hand, and
-	// part of what a recall must show.
+	// Strays are the cards drawn during the coup, before it finished,
+	// that went to no hand (while suspended, or while betting was open):
+	// out of the shoe, and part of what a recall must show.
 	Strays []StrayCard `json:"strays,omitempty"`
 }
 
-// StrayCard is a card drawn while the table was suspended during a coup.
-// After is how many of the coup's cards had been dealt before it: its
-// place in shoe order.
+// StrayCard is a card drawn during a coup that went to no hand: while the
+// table was suspended, or while betting was still open (a misdeal). After
+// is how many of the coup's cards had been dealt before it: its place in
+// shoe order.
 type StrayCard struct {
 	DealtCard
 	After int `json:"after"`
+	// BettingOpen marks the card drawn while betting was open; the others
+	// were drawn while the table was suspended.
+	BettingOpen bool `json:"betting_open,omitempty"`
 }
 
 // RecallDepth is how many coups the table keeps for last-game recall.
@@ -520,6 +524,7 @@ func (a *applier) card() {
 		a.burnCard(dc)
 	case PhaseBettingOpen:
 		a.raise(AlertCardBettingOpen, NeedsVoid, fmt.Sprintf("%s drawn while betting was open on coup %d", cardName(dc), t.coup))
+		t.strays = append(t.strays, StrayCard{DealtCard: dc, BettingOpen: true})
 	case PhaseResult:
 		a.raise(AlertExtraCard, NeedsResume, fmt.Sprintf("%s drawn after coup %d was complete", cardName(dc), t.coup))
 	case PhaseBettingClosed, PhaseDealing:

@@ -145,8 +145,10 @@ type RecallCoup struct {
 	// signed in.
 	Dealer string `json:"dealer,omitempty"`
 	// Suspended lists the places in Cards of the cards drawn while the
-	// table was suspended: out of the shoe, in no hand.
-	Suspended []int `json:"suspended,omitempty"`
+	// table was suspended, BettingOpen of those drawn while betting was
+	// open (a misdeal): out of the shoe, in no hand.
+	Suspended   []int `json:"suspended,omitempty"`
+	BettingOpen []int `json:"betting_open,omitempty"`
 }
 
 // RecallOf lays the table's recall out for people: every card in shoe order,
@@ -187,7 +189,11 @@ func (rc *RecallCoup) add(dc coup.DealtCard) {
 // returns the rest.
 func (rc *RecallCoup) addStrays(strays []coup.StrayCard, n int) []coup.StrayCard {
 	for len(strays) > 0 && strays[0].After <= n {
-		rc.Suspended = append(rc.Suspended, len(rc.Cards))
+		if strays[0].BettingOpen {
+			rc.BettingOpen = append(rc.BettingOpen, len(rc.Cards))
+		} else {
+			rc.Suspended = append(rc.Suspended, len(rc.Cards))
+		}
 		rc.add(strays[0].DealtCard)
 		strays = strays[1:]
 	}

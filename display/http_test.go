@@ -143,3 +143,17 @@ func TestRecallOfStrays(t *testing.T) {
 		})
 	}
 }
+
+// TestRecallOfMisdeal: a card drawn while betting was open is marked apart
+// from those drawn while suspended.
+func TestRecallOfMisdeal(t *testing.T) {
+	card, err := coup.ParseCard("9S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := RecallOf([]coup.CoupRecord{{Shoe: 1, Coup: 2, Voided: true, Strays: []coup.StrayCard{
+		{DealtCard: coup.DealtCard{Card: card}, BettingOpen: true}, {DealtCard: coup.DealtCard{Card: card}}}}})[0]
+	if fmt.Sprint(got.Cards, got.BettingOpen, got.Suspended) != "[9S 9S] [0] [1]" {
+		t.Errorf("cards %v, betting open at %v, suspended at %v", got.Cards, got.BettingOpen, got.Suspended)
+	}
+}

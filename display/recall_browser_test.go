@@ -158,14 +158,15 @@ func TestBrowserRecallWhileSuspended(t *testing.T) {
 		`[document.body.dataset.mode, document.getElementById('phase').textContent]`)
 
 	// A card drawn while the table is suspended, then the coup voided: the
-	// recall lists it, marked, in its place.
+	// recall lists it and the misdeal's card (drawn while betting was
+	// open), each marked, in their places.
 	tb.deal(cardInput(d.draw()))
 	tb.submit(coup.Input{Kind: coup.InCmd, Command: &coup.Command{ID: "void-1", Action: coup.ActionVoid, By: "alice"}})
 	voided := rec.Recall()[coup.RecallDepth-1]
-	if !voided.Voided || len(voided.Strays) != 1 {
+	if !voided.Voided || len(voided.Strays) != 2 {
 		t.Fatalf("the voided coup's record: %+v", voided)
 	}
-	pit.WaitFor("the stray in the recall, marked", fmt.Sprintf(`(() => { const tr = document.querySelector('#recall-table tbody tr'); return tr.dataset.coup === '%d' && tr.querySelectorAll('.c.stray').length === 1; })()`, voided.Coup),
+	pit.WaitFor("the stray in the recall, marked", fmt.Sprintf(`(() => { const tr = document.querySelector('#recall-table tbody tr'); return tr.dataset.coup === '%d' && tr.querySelectorAll('.c.stray').length === 2 && tr.textContent.includes('OPEN') && tr.textContent.includes('SUSP'); })()`, voided.Coup),
 		`document.querySelector('#recall-table tbody tr').outerHTML`)
 	// By keyboard: the row takes the focus, shows it, and Enter recalls it.
 	var kb struct {

@@ -244,12 +244,18 @@ func runRecall(args []string, stdout io.Writer) error {
 		if len(c.Manual) > 0 {
 			fmt.Fprintf(stdout, "  manual: %s", strings.Join(c.Manual, " "))
 		}
-		if len(c.Suspended) > 0 {
+		for _, s := range []struct {
+			what string
+			at   []int
+		}{{"drawn while betting was open", c.BettingOpen}, {"drawn while suspended", c.Suspended}} {
+			if len(s.at) == 0 {
+				continue
+			}
 			var strays []string
-			for _, i := range c.Suspended {
+			for _, i := range s.at {
 				strays = append(strays, c.Cards[i])
 			}
-			fmt.Fprintf(stdout, "  drawn while suspended, in no hand: %s", strings.Join(strays, " "))
+			fmt.Fprintf(stdout, "  %s, in no hand: %s", s.what, strings.Join(strays, " "))
 		}
 		fmt.Fprintln(stdout)
 	}

@@ -491,9 +491,10 @@
     if (/^[A2-9TJQK][SHDC]$/.test(text)) s.textContent = (text[0] === 'T' ? '10' : text[0]) + SUIT[text[1]];
     return s;
   }
-  // cardsCell lists cards; suspended are the places of those drawn while
-  // the table was suspended (in no hand), marked.
-  function cardsCell(cards, manual, suspended) {
+  // cardsCell lists cards; suspended and open are the places of those
+  // drawn while the table was suspended or betting was open (in no hand),
+  // marked.
+  function cardsCell(cards, manual, suspended, open) {
     const td = el('td', 'cs');
     const list = Array.isArray(cards) ? cards : [];
     for (let i = 0; i < list.length; i++) {
@@ -504,6 +505,10 @@
         s.classList.add('stray');
         s.title = 'drawn while the table was suspended: in no hand';
         s.append(el('sup', '', 'SUSP'));
+      } else if (Array.isArray(open) && open.includes(i)) {
+        s.classList.add('stray');
+        s.title = 'drawn while betting was open (a misdeal): in no hand';
+        s.append(el('sup', '', 'OPEN'));
       }
       td.append(s);
     }
@@ -577,7 +582,7 @@
       const pick = () => { state.recallView = r; focusRecall = r.shoe + '/' + r.coup; schedule(); };
       tr.addEventListener('click', pick);
       tr.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); pick(); } });
-      tr.append(el('td', 'num', r.shoe + '/' + r.coup), cardsCell(r.cards, r.manual, r.suspended), cardsCell(r.player), cardsCell(r.banker));
+      tr.append(el('td', 'num', r.shoe + '/' + r.coup), cardsCell(r.cards, r.manual, r.suspended, r.betting_open), cardsCell(r.player), cardsCell(r.banker));
       const td = el('td', r.winner && !r.voided ? 'w-' + r.winner : '', r.voided ? 'VOID' : (r.winner || '').toUpperCase());
       // points are "player-banker"
       const pts = /^(\d)-(\d)$/.exec(r.points || '');
