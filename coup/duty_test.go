@@ -2,6 +2,7 @@ package coup
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -127,5 +128,110 @@ func TestRecallWhileSuspended(t *testing.T) {
 		}) {
 			t.Fatalf("recall while suspended: %d coups", len(rec))
 		}
+	}
+}
+
+// TestRecallStrays: a card drawn while the table is suspended during a
+// coup is in no hand, and the coup's record keeps it in its place in shoe
+// order, whether the coup is then voided or dealt on; a snapshot keeps it.
+func TestRecallStrays(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before []string // the coup's cards before the suspension (after open, bets are closed)
+		after  func(h *harness)
+		voided bool
+	}{
+		{"mid-coup, voided", []string{"2H", "3D"}, func(h *harness) { h.cmd(Command{Action: ActionVoid, ID: "v1"}) }, true},
+		{"betting open, resumed, dealt", []string{"2H", "3D", "4C", "5S"}, func(h *harness) {
+			h.cmd(Command{Action: ActionResume, ID: "r1"})
+			h.btn(ButtonNoMoreBets)
+			h.cards("2H,3D,4C,5S")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate; c.ResultTime = 0 })
+			h.open()
+			for _, c := range tc.before {
+				h.card(c)
+			}
+			after := len(tc.before)
+			if h.tab.Phase() == PhaseBettingOpen {
+				after = 0 // the coup dealt; the next takes bets
+			}
+			h.cmd(Command{Action: ActionSuspend, ID: "s1", Reason: "camera"})
+			h.card("9S") // drawn while suspended: in no hand
+			snap, err := h.tab.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := RestoreSnapshot(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := back.Snapshot(); string(again) != string(snap) || !strings.Contains(string(snap), "strays") {
+				t.Fatalf("the stray does not survive a snapshot")
+			}
+			tc.after(h)
+			rec := h.tab.Recall()
+			if len(rec) == 0 {
+				t.Fatal("no record")
+			}
+			r := rec[len(rec)-1]
+			if r.Voided != tc.voided || len(r.Strays) != 1 || r.Strays[0].Card.String() != "9S" || r.Strays[0].After != after {
+				t.Fatalf("record %+v: want the 9S after the coup's card %d", r, after)
+			}
+			for _, dc := range r.Cards {
+				if dc.Card.String() == "9S" {
+					t.Fatalf("the stray is in a hand: %+v", r.Cards)
+				}
+			}
+		})
+	}
+}
+
+// TestBoardView: while betting is open the public view says when the
+// betting time closes it (none while suspended), and keeps the last
+// coup's result up until the next coup's first card.
+func TestBoardView(t *testing.T) {
+	h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate; c.ResultTime = 0; c.BettingTime = 15 * time.Second })
+	h.open() // betting closed by the button on coup 1
+	if v := h.tab.PublicView(); !v.BetsCloseAt.IsZero() || v.Last != nil {
+		t.Fatalf("betting closed on coup 1: closes at %v, last %+v", v.BetsCloseAt, v.Last)
+	}
+	h.cards(naturalCoup(1))
+	v := h.tab.PublicView()
+	if v.Phase != PhaseBettingOpen || !v.BetsCloseAt.Equal(h.now.Add(15*time.Second)) {
+		t.Fatalf("coup 2 betting: phase %s, closes at %v", v.Phase, v.BetsCloseAt)
+	}
+	if v.Last == nil || v.Last.Coup != 1 || len(v.Last.Player) != 2 || v.Last.Result.Winner != SidePlayer {
+		t.Fatalf("the last result while betting: %+v", v.Last)
+	}
+	h.cmd(Command{Action: ActionSuspend, ID: "s"})
+	if v := h.tab.PublicView(); !v.BetsCloseAt.IsZero() {
+		t.Errorf("suspended, betting closes at %v", v.BetsCloseAt)
+	}
+	h.cmd(Command{Action: ActionResume, ID: "r"})
+	h.btn(ButtonNoMoreBets)
+	if v := h.tab.PublicView(); v.Last == nil || !v.BetsCloseAt.IsZero() {
+		t.Errorf("bets closed, no card: last %+v, closes at %v", v.Last, v.BetsCloseAt)
+	}
+	h.card("2H")
+	if v := h.tab.PublicView(); v.Last != nil {
+		t.Errorf("a card dealt, the last result still up: %+v", v.Last)
+	}
+}
+
+// TestRecallMisdealCard: the card drawn while betting was open (a
+// misdeal) is in no hand, and the voided coup's record keeps it, marked.
+func TestRecallMisdealCard(t *testing.T) {
+	h := newHarness(t, func(c *TableConfig) { c.Reveal = RevealImmediate; c.ResultTime = 0 })
+	h.open()
+	h.cards("2H,3D,4C,5S") // coup 1; betting opens on coup 2
+	h.card("9S")
+	h.cmd(Command{Action: ActionVoid, ID: "v"})
+	rec := h.tab.Recall()
+	r := rec[len(rec)-1]
+	if r.Coup != 2 || !r.Voided || len(r.Strays) != 1 || !r.Strays[0].BettingOpen || r.Strays[0].Card.String() != "9S" {
+		t.Fatalf("the misdealt coup's record: %+v", r)
 	}
 }

@@ -38,6 +38,10 @@ type tableSnapshot struct {
 	Comp  snapShoe   `json:"comp"`
 	Burn  snapBurn   `json:"burn"`
 	Cards []snapCard `json:"cards"`
+	// Strays are the coup's cards drawn while suspended (absent before).
+	Strays []snapStray `json:"strays,omitempty"`
+	// OpenedAt is when the coup's betting opened (absent before).
+	OpenedAt time.Time `json:"opened_at,omitzero"`
 
 	Pending  int       `json:"pending"`
 	Result   *Result   `json:"result"`
@@ -94,13 +98,43 @@ type snapCard struct {
 
 // snapRecord mirrors CoupRecord.
 type snapRecord struct {
-	Shoe    int        `json:"shoe"`
-	Coup    int        `json:"coup"`
-	Cards   []snapCard `json:"cards"`
-	Result  *Result    `json:"result"`
-	Voided  bool       `json:"voided"`
-	Actions []string   `json:"actions"`
-	Dealer  string     `json:"dealer"`
+	Shoe    int         `json:"shoe"`
+	Coup    int         `json:"coup"`
+	Cards   []snapCard  `json:"cards"`
+	Result  *Result     `json:"result"`
+	Voided  bool        `json:"voided"`
+	Actions []string    `json:"actions"`
+	Dealer  string      `json:"dealer"`
+	Strays  []snapStray `json:"strays,omitempty"`
+}
+
+// snapStray mirrors StrayCard.
+type snapStray struct {
+	snapCard
+	After       int  `json:"after"`
+	BettingOpen bool `json:"betting_open,omitempty"`
+}
+
+func snapStrays(cs []StrayCard) []snapStray {
+	if cs == nil {
+		return nil
+	}
+	out := make([]snapStray, len(cs))
+	for i, c := range cs {
+		out[i] = snapStray{snapCard: snapCards([]DealtCard{c.DealtCard})[0], After: c.After, BettingOpen: c.BettingOpen}
+	}
+	return out
+}
+
+func strayCards(cs []snapStray) []StrayCard {
+	if cs == nil {
+		return nil
+	}
+	out := make([]StrayCard, len(cs))
+	for i, c := range cs {
+		out[i] = StrayCard{DealtCard: dealtCards([]snapCard{c.snapCard})[0], After: c.After, BettingOpen: c.BettingOpen}
+	}
+	return out
 }
 
 // snapShuffle mirrors shuffleWatch.
@@ -314,7 +348,8 @@ func snapRecords(rs []CoupRecord) []snapRecord {
 	}
 	out := make([]snapRecord, len(rs))
 	for i, r := range rs {
-		out[i] = snapRecord{Shoe: r.Shoe, Coup: r.Coup, Cards: snapCards(r.Cards), Result: r.Result, Voided: r.Voided, Actions: r.Actions, Dealer: r.Dealer}
+		out[i] = snapRecord{Shoe: r.Shoe, Coup: r.Coup, Cards: snapCards(r.Cards), Result: r.Result, Voided: r.Voided, Actions: r.Actions, Dealer: r.Dealer,
+			Strays: snapStrays(r.Strays)}
 	}
 	return out
 }
@@ -325,7 +360,8 @@ func coupRecords(rs []snapRecord) []CoupRecord {
 	}
 	out := make([]CoupRecord, len(rs))
 	for i, r := range rs {
-		out[i] = CoupRecord{Shoe: r.Shoe, Coup: r.Coup, Cards: dealtCards(r.Cards), Result: r.Result, Voided: r.Voided, Actions: r.Actions, Dealer: r.Dealer}
+		out[i] = CoupRecord{Shoe: r.Shoe, Coup: r.Coup, Cards: dealtCards(r.Cards), Result: r.Result, Voided: r.Voided, Actions: r.Actions, Dealer: r.Dealer,
+			Strays: strayCards(r.Strays)}
 	}
 	return out
 }
@@ -339,7 +375,7 @@ func (t *Table) Snapshot() ([]byte, error) {
 		Phase:  t.phase, Shoe: t.shoe, Coup: t.coup,
 		Comp:  snapShoe{Decks: t.comp.decks, Counts: t.comp.counts, Total: t.comp.total},
 		Burn:  snapBurn{Required: t.burn.Required, Burned: t.burn.Burned},
-		Cards: snapCards(t.cards), Pending: t.pending, Result: t.result, ResultAt: t.resultAt, Final: t.final,
+		Cards: snapCards(t.cards), Strays: snapStrays(t.strays), OpenedAt: t.openedAt, Pending: t.pending, Result: t.result, ResultAt: t.resultAt, Final: t.final,
 		CutSeen: t.cutSeen, LastCoup: t.lastCoup,
 		ManualSuspend: t.manualSuspend, Alerts: t.alerts, NextAlert: t.nextAlert, Link: t.link, LastSeq: t.lastSeq,
 		Deadline: t.deadline,
@@ -400,7 +436,7 @@ func RestoreSnapshot(b []byte) (*Table, error) {
 		phase: s.Phase, shoe: s.Shoe, coup: s.Coup,
 		comp:  Shoe{decks: s.Comp.Decks, counts: s.Comp.Counts, total: s.Comp.Total},
 		burn:  BurnState{Required: s.Burn.Required, Burned: s.Burn.Burned},
-		cards: dealtCards(s.Cards), pending: s.Pending, result: s.Result, resultAt: s.ResultAt, final: s.Final,
+		cards: dealtCards(s.Cards), strays: strayCards(s.Strays), openedAt: s.OpenedAt, pending: s.Pending, result: s.Result, resultAt: s.ResultAt, final: s.Final,
 		cutSeen: s.CutSeen, lastCoup: s.LastCoup, dealer: s.Dealer,
 		manualSuspend: s.ManualSuspend, alerts: s.Alerts, nextAlert: s.NextAlert, link: s.Link, lastSeq: s.LastSeq,
 		deadline: s.Deadline,

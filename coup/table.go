@@ -155,6 +155,22 @@ type CoupRecord struct {
 	// Dealer is the dealer on duty when it finished (or was voided in
 	// progress), "" when none was signed in.
 	Dealer string `json:"dealer,omitempty"`
+	// Strays are the cards drawn during the coup, before it finished,
+	// that went to no hand (while suspended, or while betting was open):
+	// out of the shoe, and part of what a recall must show.
+	Strays []StrayCard `json:"strays,omitempty"`
+}
+
+// StrayCard is a card drawn during a coup that went to no hand: while the
+// table was suspended, or while betting was still open (a misdeal). After
+// is how many of the coup's cards had been dealt before it: its place in
+// shoe order.
+type StrayCard struct {
+	DealtCard
+	After int `json:"after"`
+	// BettingOpen marks the card drawn while betting was open; the others
+	// were drawn while the table was suspended.
+	BettingOpen bool `json:"betting_open,omitempty"`
 }
 
 // RecallDepth is how many coups the table keeps for last-game recall.
@@ -174,6 +190,8 @@ type Table struct {
 	burn BurnState
 
 	cards    []DealtCard // the coup in progress, in shoe order
+	strays   []StrayCard // cards drawn while suspended during it (recall)
+	openedAt time.Time   // when its betting opened: the round's time
 	pending  int         // index in cards of a card awaiting manual entry, or -1
 	result   *Result
 	resultAt time.Time
@@ -295,6 +313,7 @@ func (t *Table) Clone() *Table {
 	// before the trail.
 	c.coups = slices.Clip(t.coups)
 	c.recall = slices.Clip(t.recall)
+	c.strays = slices.Clip(t.strays)
 	return &c
 }
 
@@ -487,6 +506,9 @@ func (a *applier) card() {
 			needs = NeedsVoid
 		}
 		a.raise(AlertCardSuspended, needs, fmt.Sprintf("%s drawn while the table was suspended", cardName(dc)))
+		if t.phase != PhaseNoShoe && t.phase != PhaseBurn && !t.final {
+			t.strays = append(t.strays, StrayCard{DealtCard: dc, After: len(t.cards)})
+		}
 		return
 	}
 	// A card the shoe itself marks as burned between coups is out of play,
@@ -502,6 +524,7 @@ func (a *applier) card() {
 		a.burnCard(dc)
 	case PhaseBettingOpen:
 		a.raise(AlertCardBettingOpen, NeedsVoid, fmt.Sprintf("%s drawn while betting was open on coup %d", cardName(dc), t.coup))
+		t.strays = append(t.strays, StrayCard{DealtCard: dc, BettingOpen: true})
 	case PhaseResult:
 		a.raise(AlertExtraCard, NeedsResume, fmt.Sprintf("%s drawn after coup %d was complete", cardName(dc), t.coup))
 	case PhaseBettingClosed, PhaseDealing:
@@ -597,7 +620,8 @@ func (a *applier) openBetting(coup int) {
 	t := a.t
 	t.phase = PhaseBettingOpen
 	t.coup = coup
-	t.cards = nil
+	t.cards, t.strays = nil, nil
+	t.openedAt = a.in.At
 	t.pending = -1
 	t.result = nil
 	t.final = false
@@ -697,7 +721,7 @@ func (a *applier) maybeFinal() {
 		}
 	}
 	t.final = true
-	t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result, Dealer: t.dealer})
+	t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result, Dealer: t.dealer, Strays: slices.Clone(t.strays)})
 	if t.cfg.ResultTime == 0 {
 		a.nextCoup()
 		return
@@ -733,7 +757,7 @@ func (a *applier) endShoe(reason string) {
 		a.emit(Event{Kind: EvCoupVoided, Coup: t.coup, Reason: "the shoe ended before the coup was dealt: its bets are returned"})
 	}
 	t.phase = PhaseNoShoe
-	t.cards = nil
+	t.cards, t.strays = nil, nil
 	t.pending = -1
 	t.result = nil
 	t.final = false
@@ -1177,7 +1201,8 @@ func (a *applier) void(c *Command) {
 				cs = append(cs, dc.Card)
 			}
 		}
-		t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result, Voided: true, Actions: []string{"void by " + c.By}, Dealer: t.dealer})
+		t.record(CoupRecord{Shoe: t.shoe, Coup: t.coup, Cards: slices.Clone(t.cards), Result: t.result, Voided: true, Actions: []string{"void by " + c.By}, Dealer: t.dealer,
+			Strays: slices.Clone(t.strays)})
 		a.emit(Event{Kind: EvCoupVoided, Coup: target, Cards: cs, By: c.By, Reason: c.Reason})
 		coup := t.coup
 		a.resolve(c.By, func(al Alert) bool {

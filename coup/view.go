@@ -1,5 +1,10 @@
 package coup
 
+import (
+	"slices"
+	"time"
+)
+
 // ViewCard is one card of a hand on a display. A hidden card shows no
 // identity on the public view.
 type ViewCard struct {
@@ -34,6 +39,24 @@ type View struct {
 	Burn        *BurnState      `json:"burn,omitempty"`
 	// Dealer is the dealer on duty, "" when none is signed in.
 	Dealer string `json:"dealer,omitempty"`
+	// OpenedAt is when the coup's betting opened: with the table, the
+	// shoe and the coup, the round's id for a dispute. Zero between shoes.
+	OpenedAt time.Time `json:"opened_at,omitzero"`
+	// BetsCloseAt is when the table's betting time closes betting (the
+	// controller closes it then, as the dealer's button would), while
+	// betting is open on a table configured with one; zero otherwise.
+	BetsCloseAt time.Time `json:"bets_close_at,omitzero"`
+	// Last is the shoe's coup before this one, finished, while this one
+	// has no card yet: boards keep the last result up through betting.
+	Last *LastCoup `json:"last,omitempty"`
+}
+
+// LastCoup is a finished coup's result, as a board keeps it up.
+type LastCoup struct {
+	Coup   int    `json:"coup"`
+	Player []Card `json:"player"`
+	Banker []Card `json:"banker"`
+	Result Result `json:"result"`
 }
 
 // PitView shows every card as read, hidden or not.
@@ -61,8 +84,16 @@ func (t *Table) view(pit bool) View {
 			b := t.burn
 			v.Burn = &b
 		}
-	} else if v.Suspended && v.SuspendReason == "" {
-		v.SuspendReason = "suspended"
+	} else if v.Suspended {
+		// The supervisor's note stays on the pit's view and in the trail.
+		v.SuspendReason = PublicReason(t.manualSuspend, t.alerts)
+	}
+	if t.phase == PhaseBettingOpen && !t.Suspended() {
+		v.BetsCloseAt = t.deadline
+	}
+	v.Last = t.lastCoupView()
+	if v.Coup > 0 {
+		v.OpenedAt = t.openedAt
 	}
 	var player, banker []Card
 	for _, dc := range t.cards {
@@ -92,4 +123,59 @@ func (t *Table) view(pit bool) View {
 		v.Outcomes = t.outcomes(r)
 	}
 	return v
+}
+
+// The public reasons for a suspension, the only words of why that reach a
+// public screen: a supervisor's note ("suspect dealer") or an alert's
+// message stays on the pit's view and in the trail.
+const (
+	ReasonTableCheck  = "table_check"  // a supervisor suspended the table
+	ReasonCardCheck   = "card_check"   // an alert on the cards (a misdeal, an unreadable card)
+	ReasonShoeCheck   = "shoe_check"   // the shoe's link or the shoe itself
+	ReasonSystemCheck = "system_check" // the trail or the controller's own check
+)
+
+// PublicReasons lists every public reason, worst last.
+var PublicReasons = []string{ReasonTableCheck, ReasonCardCheck, ReasonShoeCheck, ReasonSystemCheck}
+
+// PublicReason is the public reason for a suspension held by a supervisor's
+// note (manual, "" when none) and the alerts: the worst of theirs.
+func PublicReason(manual string, alerts []Alert) string {
+	worst := -1
+	if manual != "" {
+		worst = 0
+	}
+	for _, al := range alerts {
+		worst = max(worst, slices.Index(PublicReasons, alertReason(al.Kind)))
+	}
+	if worst < 0 {
+		return ReasonTableCheck
+	}
+	return PublicReasons[worst]
+}
+
+func alertReason(k AlertKind) string {
+	switch k {
+	case AlertShoeOffline, AlertShoeRestarted, AlertShoeProtocol, AlertSequenceGap, AlertSequenceReused:
+		return ReasonShoeCheck
+	case AlertAuditFailed, AlertTrailTampered, AlertSelfCheck:
+		return ReasonSystemCheck
+	case AlertShuffleSuspect:
+		return ReasonTableCheck
+	}
+	return ReasonCardCheck
+}
+
+// lastCoupView is the shoe's previous coup while the current one has no
+// card: finished, not voided, revealed (a record is made once the result
+// is final).
+func (t *Table) lastCoupView() *LastCoup {
+	if (t.phase != PhaseBettingOpen && t.phase != PhaseBettingClosed) || len(t.cards) > 0 || len(t.recall) == 0 {
+		return nil
+	}
+	r := t.recall[len(t.recall)-1]
+	if r.Shoe != t.shoe || r.Coup != t.coup-1 || r.Voided || r.Result == nil {
+		return nil
+	}
+	return &LastCoup{Coup: r.Coup, Player: slices.Clone(r.Result.Player), Banker: slices.Clone(r.Result.Banker), Result: *r.Result}
 }

@@ -661,7 +661,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 	pub.WaitFor("the public to await the reveal", `document.getElementById('phase').textContent === 'AWAITING REVEAL' && !(`+browsertest.Visible("result")+`)`,
 		`[document.getElementById('phase').textContent, document.getElementById('result-text').textContent]`)
 	// The pit sees the result before the public does, and is told so.
-	pit.WaitFor("the pit to see the unrevealed result", `document.getElementById('phase').textContent === 'RESULT · NOT YET REVEALED' && `+browsertest.Visible("result"),
+	pit.WaitFor("the pit to see the unrevealed result", `document.getElementById('phase').textContent === 'AWAITING REVEAL' && document.getElementById('result-tags').textContent.includes('PIT ONLY') && `+browsertest.Visible("result"),
 		`document.getElementById('phase').textContent`)
 	pub.SaveScreenshot(shots, "public-1-face-down", false)
 
@@ -762,8 +762,17 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 		case 8:
 			// Between coups a supervisor suspends the table.
 			f.command(coup.Command{Action: coup.ActionSuspend, Reason: "dispute at seat 3"})
-			pub.WaitFor("the SUSPENDED banner with the reason", browsertest.Visible("banner-suspended")+` && document.getElementById('suspend-reason').textContent === 'dispute at seat 3'`,
+			// The public reads a reason of the fixed list and no bets-open
+			// wording; the supervisor's note is the pit's.
+			pub.WaitFor("the SUSPENDED banner with the public reason", browsertest.Visible("banner-suspended")+` && document.getElementById('suspend-reason').textContent.startsWith('TABLE CHECK') && document.getElementById('phase').textContent === 'NO BETS · GAME PAUSED'`,
+				`[document.getElementById('banner-suspended').textContent, document.getElementById('phase').textContent]`)
+			pit.WaitFor("the pit's banner with the supervisor's note", `document.getElementById('suspend-reason').textContent === 'dispute at seat 3'`,
 				`document.getElementById('banner-suspended').textContent`)
+			var txt string
+			pub.Eval(`document.body.innerText`, &txt)
+			if strings.Contains(txt, "dispute") || strings.Contains(txt, "PLACE YOUR BETS") {
+				t.Errorf("the suspended public page says %q", txt)
+			}
 			var ban struct {
 				W, H, VW float64
 				Text     string
@@ -805,7 +814,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 	if len(rd.BeadPlate) != len(results) {
 		t.Fatalf("the roads hold %d coups, the dealer dealt %d", len(rd.BeadPlate), len(results))
 	}
-	pub.WaitFor("every coup on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, len(results)),
+	pub.WaitFor("every coup on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'SHOE OVER · WAITING FOR A NEW SHOE'`, len(results)),
 		`document.querySelectorAll('#road-bead .cell.bead').length`)
 	pub.NoProblems()
 	checkBeadPlate(t, pub, results)
@@ -848,7 +857,7 @@ func runDisplay(ctx context.Context, t *testing.T, b *browsertest.Browser, br *t
 
 	// The controller goes away: the broker publishes its last will.
 	f.setState("offline")
-	pub.WaitFor("the OFFLINE banner", browsertest.Visible("banner-offline")+` && document.getElementById('table-state').textContent === 'OFFLINE'`,
+	pub.WaitFor("the OFFLINE banner", browsertest.Visible("banner-offline")+` && document.getElementById('table-state').textContent === 'OFFLINE' && document.getElementById('phase').textContent === 'NO BETS · TABLE OFFLINE'`,
 		`document.getElementById('table-state').textContent`)
 	pub.SaveScreenshot(shots, "public-6-offline", false)
 
@@ -902,6 +911,9 @@ func checkBeadPlate(t *testing.T, pg *browsertest.Page, results []coup.Result) {
 		r := results[i]
 		want := beadSeen{Coup: i + 1, Class: "cell bead " + r.Winner.String(), Text: letters[r.Winner],
 			Col: strconv.Itoa(i/6 + 1), Row: strconv.Itoa(i%6 + 1), BP: r.BankerPair, PP: r.PlayerPair}
+		if i == len(cells)-1 {
+			want.Class += " newest" // the newest result is marked, as boards blink it
+		}
 		got := c
 		got.BG = ""
 		if got != want {
@@ -977,10 +989,18 @@ func checkBigRoad(t *testing.T, pg *browsertest.Page, rd roads.View) {
 	if len(cells) != len(want) {
 		t.Fatalf("big road shows %d cells, want %d (capacity %d, %d cells in all)", len(cells), len(want), capacity, len(rd.Grid.BigRoad))
 	}
+	newest := 0
+	for _, w := range want {
+		newest = max(newest, w.Coup)
+	}
 	for i, c := range cells {
 		w := want[i]
 		ties := w.Ties + w.LeadingTies
-		if c.Coup != w.Coup || c.Class != "cell bigroad "+w.Result.String() || c.Ties != ties ||
+		class := "cell bigroad " + w.Result.String()
+		if w.Coup == newest {
+			class += " newest" // the newest result is marked, as boards blink it
+		}
+		if c.Coup != w.Coup || c.Class != class || c.Ties != ties ||
 			c.Col != strconv.Itoa(w.Col-off+1) || c.Row != strconv.Itoa(w.Row+1) {
 			t.Errorf("big road cell %d: %+v, want %+v at column %d", i, c, w, w.Col-off+1)
 		}
@@ -1328,7 +1348,7 @@ func TestBrowserController(t *testing.T) {
 		results = append(results, r)
 		d.finish(tb)
 	}
-	pg.WaitFor("the whole shoe on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE'`, len(results)),
+	pg.WaitFor("the whole shoe on the bead plate", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.getElementById('phase').textContent === 'SHOE OVER · WAITING FOR A NEW SHOE'`, len(results)),
 		`document.querySelectorAll('#road-bead .cell.bead').length`)
 	checkBeadPlate(t, pg, results)
 	checkStats(t, pg, results)

@@ -144,6 +144,11 @@ type RecallCoup struct {
 	// Dealer is the dealer on duty when the coup finished, if one was
 	// signed in.
 	Dealer string `json:"dealer,omitempty"`
+	// Suspended lists the places in Cards of the cards drawn while the
+	// table was suspended, BettingOpen of those drawn while betting was
+	// open (a misdeal): out of the shoe, in no hand.
+	Suspended   []int `json:"suspended,omitempty"`
+	BettingOpen []int `json:"betting_open,omitempty"`
 }
 
 // RecallOf lays the table's recall out for people: every card in shoe order,
@@ -152,16 +157,12 @@ func RecallOf(recs []coup.CoupRecord) []RecallCoup {
 	out := make([]RecallCoup, 0, len(recs))
 	for _, r := range recs {
 		rc := RecallCoup{Shoe: r.Shoe, Coup: r.Coup, Cards: []string{}, Voided: r.Voided, Actions: r.Actions, Dealer: r.Dealer}
-		for _, dc := range r.Cards {
-			s := dc.Card.String()
-			if dc.Unreadable {
-				s = "??"
-			}
-			rc.Cards = append(rc.Cards, s)
-			if dc.Manual {
-				rc.Manual = append(rc.Manual, s)
-			}
+		strays := r.Strays
+		for i, dc := range r.Cards {
+			strays = rc.addStrays(strays, i)
+			rc.add(dc)
 		}
+		rc.addStrays(strays, len(r.Cards))
 		if r.Result != nil {
 			rc.Player, rc.Banker = r.Result.Player, r.Result.Banker
 			rc.Winner = r.Result.Winner.String()
@@ -170,6 +171,33 @@ func RecallOf(recs []coup.CoupRecord) []RecallCoup {
 		out = append(out, rc)
 	}
 	return out
+}
+
+// add puts a card of the coup in shoe order.
+func (rc *RecallCoup) add(dc coup.DealtCard) {
+	s := dc.Card.String()
+	if dc.Unreadable {
+		s = "??"
+	}
+	rc.Cards = append(rc.Cards, s)
+	if dc.Manual {
+		rc.Manual = append(rc.Manual, s)
+	}
+}
+
+// addStrays puts the strays drawn after the coup's first n cards, and
+// returns the rest.
+func (rc *RecallCoup) addStrays(strays []coup.StrayCard, n int) []coup.StrayCard {
+	for len(strays) > 0 && strays[0].After <= n {
+		if strays[0].BettingOpen {
+			rc.BettingOpen = append(rc.BettingOpen, len(rc.Cards))
+		} else {
+			rc.Suspended = append(rc.Suspended, len(rc.Cards))
+		}
+		rc.add(strays[0].DealtCard)
+		strays = strays[1:]
+	}
+	return strays
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

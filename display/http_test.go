@@ -3,6 +3,7 @@ package display
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -109,5 +110,50 @@ func TestMetricsMountedOnlyWhenGiven(t *testing.T) {
 	Handler(healthSource{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("GET /metrics with none = %d, want 404", rec.Code)
+	}
+}
+
+// TestRecallOfStrays: the cards drawn while the table was suspended take
+// their place in shoe order, marked.
+func TestRecallOfStrays(t *testing.T) {
+	c := func(s string) coup.DealtCard {
+		card, err := coup.ParseCard(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return coup.DealtCard{Card: card}
+	}
+	for _, tc := range []struct {
+		name      string
+		cards     []coup.DealtCard
+		strays    []coup.StrayCard
+		want      string
+		suspended []int
+	}{
+		{"none", []coup.DealtCard{c("2H"), c("3D")}, nil, "2H 3D", nil},
+		{"before any", []coup.DealtCard{c("2H")}, []coup.StrayCard{{DealtCard: c("9S"), After: 0}}, "9S 2H", []int{0}},
+		{"between", []coup.DealtCard{c("2H"), c("3D")}, []coup.StrayCard{{DealtCard: c("9S"), After: 1}, {DealtCard: c("9C"), After: 1}}, "2H 9S 9C 3D", []int{1, 2}},
+		{"after all", []coup.DealtCard{c("2H"), c("3D")}, []coup.StrayCard{{DealtCard: coup.DealtCard{Unreadable: true}, After: 2}}, "2H 3D ??", []int{2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RecallOf([]coup.CoupRecord{{Shoe: 1, Coup: 4, Cards: tc.cards, Strays: tc.strays, Voided: true}})[0]
+			if strings.Join(got.Cards, " ") != tc.want || fmt.Sprint(got.Suspended) != fmt.Sprint(tc.suspended) {
+				t.Errorf("cards %v, suspended at %v; want %s, %v", got.Cards, got.Suspended, tc.want, tc.suspended)
+			}
+		})
+	}
+}
+
+// TestRecallOfMisdeal: a card drawn while betting was open is marked apart
+// from those drawn while suspended.
+func TestRecallOfMisdeal(t *testing.T) {
+	card, err := coup.ParseCard("9S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := RecallOf([]coup.CoupRecord{{Shoe: 1, Coup: 2, Voided: true, Strays: []coup.StrayCard{
+		{DealtCard: coup.DealtCard{Card: card}, BettingOpen: true}, {DealtCard: coup.DealtCard{Card: card}}}}})[0]
+	if fmt.Sprint(got.Cards, got.BettingOpen, got.Suspended) != "[9S 9S] [0] [1]" {
+		t.Errorf("cards %v, betting open at %v, suspended at %v", got.Cards, got.BettingOpen, got.Suspended)
 	}
 }

@@ -234,9 +234,13 @@ func layoutServer(t *testing.T, br *testBroker, f *feeder, prefix string) *httpt
 	if f != nil {
 		rec, src = f, f
 	}
+	p, err := coup.BuiltinProfile(coup.ProfileVIP)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h, err := display.WebHandler(display.WebConfig{
 		Table: bTable, BrokerWS: br.ws, Prefix: prefix, Public: br.public, Pit: br.pit,
-		PitUser: bPitUser, PitPassword: bPitPass, Recall: rec,
+		PitUser: bPitUser, PitPassword: bPitPass, Recall: rec, Limits: &p.Limits,
 	}, display.Handler(src))
 	if err != nil {
 		t.Fatal(err)

@@ -157,5 +157,32 @@ func TestBrowserRecallWhileSuspended(t *testing.T) {
 	pit.Eval(`document.getElementById('recall-exit').click(), true`, new(bool))
 	pit.WaitFor("the live game again", `document.body.dataset.mode === 'live' && document.getElementById('banner-recall').hidden && !document.getElementById('phase').textContent.startsWith('RECALL')`,
 		`[document.body.dataset.mode, document.getElementById('phase').textContent]`)
+
+	// A card drawn while the table is suspended, then the coup voided: the
+	// recall lists it and the misdeal's card (drawn while betting was
+	// open), each marked, in their places.
+	tb.deal(cardInput(d.draw()))
+	tb.submit(coup.Input{Kind: coup.InCmd, Command: &coup.Command{ID: "void-1", Action: coup.ActionVoid, By: "alice"}})
+	voided := rec.Recall()[coup.RecallDepth-1]
+	if !voided.Voided || len(voided.Strays) != 2 {
+		t.Fatalf("the voided coup's record: %+v", voided)
+	}
+	pit.WaitFor("the stray in the recall, marked", fmt.Sprintf(`(() => { const tr = document.querySelector('#recall-table tbody tr'); return tr.dataset.coup === '%d' && tr.querySelectorAll('.c.stray').length === 2 && tr.textContent.includes('OPEN') && tr.textContent.includes('SUSP'); })()`, voided.Coup),
+		`document.querySelector('#recall-table tbody tr').outerHTML`)
+	// By keyboard: the row takes the focus, shows it, and Enter recalls it.
+	var kb struct {
+		Tab     int
+		Focused bool
+		Outline string
+	}
+	pit.Eval(`(() => { const tr = document.querySelector('#recall-table tbody tr'); tr.focus();
+		const r = {Tab: tr.tabIndex, Focused: document.activeElement === tr, Outline: getComputedStyle(tr).outlineStyle};
+		tr.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); return r; })()`, &kb)
+	if kb.Tab != 0 || !kb.Focused || kb.Outline == "none" {
+		t.Errorf("a recall row by keyboard: tabindex %d, focused %v, outline %q", kb.Tab, kb.Focused, kb.Outline)
+	}
+	pit.WaitFor("recall by Enter", fmt.Sprintf(`document.body.dataset.mode === 'recall' && document.getElementById('phase').textContent.startsWith('RECALL · SHOE %d COUP %d')`, voided.Shoe, voided.Coup),
+		`document.getElementById('phase').textContent`)
+	pit.SaveScreenshot(screenshotDir(t), "pit-recall-stray", false)
 	pit.NoProblems()
 }

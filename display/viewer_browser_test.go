@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -223,6 +224,31 @@ func TestBrowserViewer(t *testing.T) {
 	pg.Eval(`document.querySelectorAll('#ev-table tbody tr').length`, &evRows)
 	if evRows < 3 {
 		t.Errorf("EV at the void: %d bets", evRows)
+	}
+	// The roads are drawn by the table display's own renderer; the row's
+	// time shows as stored, with the local time, and the dealer; the coup
+	// prints as a report.
+	var vr struct {
+		Shared         bool
+		Big, Mk        int
+		UTC, Local     string
+		Dealer, Report string
+	}
+	pg.Eval(`({Shared: typeof window.tableRoads === 'object', Big: document.querySelectorAll('#road-big .cell.bigroad').length,
+		Mk: document.querySelectorAll('#road-bigeye .mk.bigeye, #road-small .mk.small, #road-roach .mk.roach').length,
+		UTC: document.getElementById('now-time').textContent, Local: document.getElementById('now-local').textContent,
+		Dealer: document.getElementById('now-dealer').textContent, Report: document.getElementById('btn-report').href})`, &vr)
+	if !vr.Shared || vr.Big == 0 || vr.UTC != void.TimeMicro || !strings.Contains(vr.Local, "UTC+") && !strings.Contains(vr.Local, "UTC−") || vr.Dealer == "" || !strings.Contains(vr.Report, "report?coup=") {
+		t.Errorf("the viewer at the void: %+v (row stored at %s)", vr, void.TimeMicro)
+	}
+	resp, err := http.Get(vr.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(report), "signed by ann") || !strings.Contains(string(report), void.TimeMicro) {
+		t.Errorf("the coup report: HTTP %d\n%s", resp.StatusCode, report)
 	}
 	pg.SaveScreenshot(shots, "viewer-void", false)
 

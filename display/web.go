@@ -70,6 +70,12 @@ type WebConfig struct {
 	// to the pit view (behind the pit's credentials). An error matching
 	// ErrNotReady is a 503 the page retries.
 	DealerStats func() (stats.Report, error)
+	// Limits, when set, are the profile's stake limits (in minor units),
+	// shown on the page as casino boards show them.
+	Limits *coup.Limits
+	// Language is the language of the public screens that say none
+	// (?lang=): "en" (or empty), "zh-Hans", "zh-Hant".
+	Language string
 }
 
 // webSettings is what the page fetches to learn where and as whom to
@@ -88,6 +94,19 @@ type webSettings struct {
 	Recall string `json:"recall,omitempty"`
 	// DealerStats is where it fetches the figures per dealer ("" when none).
 	DealerStats string `json:"dealer_stats,omitempty"`
+	// Limits are the table's stake limits in minor units, when known.
+	Limits *webLimits `json:"limits,omitempty"`
+	// Language is the public screen's ("en", "zh-Hans", "zh-Hant"); a
+	// screen's ?lang= comes first.
+	Language string `json:"language,omitempty"`
+}
+
+// webLimits is what the page shows of the profile's limits: the table's
+// minimum and maximum per player and coup, and each spot's own maximum.
+type webLimits struct {
+	Min    int64              `json:"min"`
+	Max    int64              `json:"max,omitempty"`
+	PerBet map[coup.Bet]int64 `json:"per_bet,omitempty"`
 }
 
 // webAsset is one embedded file, ready to serve.
@@ -109,6 +128,17 @@ const (
 
 // ErrWebConfig reports a web display configuration that cannot work.
 var ErrWebConfig = errors.New("web display configuration")
+
+// RoadsAsset returns one of the files that draw the roads ("roads.js",
+// "roads.css"): the surveillance viewer serves the table display's own, so
+// the two draw the roads alike.
+func RoadsAsset(name string) ([]byte, bool) {
+	if name != "roads.js" && name != "roads.css" {
+		return nil, false
+	}
+	b, err := webFiles.ReadFile("web/" + name)
+	return b, err == nil
+}
 
 // ErrNotReady says figures are still being read (the dealer figures read
 // the trail's history in the background at start): the caller answers
@@ -260,6 +290,10 @@ func (w *web) settings(view string) webSettings {
 		}
 	}
 	s.Username, s.Password = login.Username, login.Password
+	s.Language = w.cfg.Language
+	if l := w.cfg.Limits; l != nil {
+		s.Limits = &webLimits{Min: l.MinTotal, Max: l.MaxTotal, PerBet: l.PerBet}
+	}
 	return s
 }
 
@@ -400,7 +434,7 @@ func webPage(assets map[string]webAsset) (func(view, config string) ([]byte, err
 		return "web/" + name + "?v=" + strings.Trim(a.etag, `"`), nil
 	}
 	names := map[string]string{}
-	for _, n := range []string{"app.js", "pit.js", "style.css", "vendor/mqtt.min.js"} {
+	for _, n := range []string{"app.js", "pit.js", "roads.js", "roads.css", "i18n.js", "style.css", "vendor/mqtt.min.js"} {
 		v, err := versioned(n)
 		if err != nil {
 			return nil, err
@@ -412,6 +446,7 @@ func webPage(assets map[string]webAsset) (func(view, config string) ([]byte, err
 		data := map[string]string{
 			"View": view, "Config": config,
 			"AppJS": names["app.js"], "StyleCSS": names["style.css"], "MQTTJS": names["vendor/mqtt.min.js"],
+			"RoadsJS": names["roads.js"], "RoadsCSS": names["roads.css"], "I18nJS": names["i18n.js"],
 		}
 		if view == "pit" {
 			// Only the pit view signs commands.

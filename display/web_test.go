@@ -167,8 +167,8 @@ func TestWebPublicPage(t *testing.T) {
 	// Every script and stylesheet the page names is served, versioned by
 	// its content, with the right type.
 	refs := regexp.MustCompile(`(?:src|href)="(web/[^"?]+)\?v=([0-9a-f]{16})"`).FindAllStringSubmatch(r.body, -1)
-	if len(refs) != 3 {
-		t.Fatalf("page names %d versioned assets, want 3 (style, mqtt.js, app): %v", len(refs), refs)
+	if len(refs) != 6 {
+		t.Fatalf("page names %d versioned assets, want 6 (the roads' style and script, the languages, style, mqtt.js, app): %v", len(refs), refs)
 	}
 	types := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 	for _, ref := range refs {

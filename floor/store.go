@@ -19,9 +19,9 @@ type AlertKind string
 // The floor's alert kinds.
 const (
 	AlertBrokenLink      AlertKind = "broken_link"          // a row's prev_hash is not the witnessed row before it
-	AlertFork                      = "fork"                 // a seq seen with two hashes
-	AlertCheckpointClash           = "checkpoint_conflict"  // a checkpoint's head is not the witnessed row, or not another checkpoint's at that seq
-	AlertCheckpointBack            = "checkpoint_backwards" // a checkpoint signed later names a lower seq
+	AlertFork            AlertKind = "fork"                 // a seq seen with two hashes
+	AlertCheckpointClash AlertKind = "checkpoint_conflict"  // a checkpoint's head is not the witnessed row, or not another checkpoint's at that seq
+	AlertCheckpointBack  AlertKind = "checkpoint_backwards" // a checkpoint signed later names a lower seq
 	// AlertUnregistered: messages on the subjects of tables not in the
 	// registry, dropped (one alert an interval for all of them, published,
 	// not stored: invented table ids must not fill the database).

@@ -53,6 +53,19 @@ func runRecall(args []string, stdout io.Writer) error {
 		if len(c.Manual) > 0 {
 			fmt.Fprintf(stdout, "  manual: %s", strings.Join(c.Manual, " "))
 		}
+		for _, s := range []struct {
+			what string
+			at   []int
+		}{{"drawn while betting was open", c.BettingOpen}, {"drawn while suspended", c.Suspended}} {
+			if len(s.at) == 0 {
+				continue
+			}
+			var strays []string
+			for _, i := range s.at {
+				strays = append(strays, c.Cards[i])
+			}
+			fmt.Fprintf(stdout, "  %s, in no hand: %s", s.what, strings.Join(strays, " "))
+		}
 		fmt.Fprintln(stdout)
 	}
 	if n := len(rp.Differences()); n > 0 {

@@ -296,12 +296,11 @@ func (e *engine) viewMessages(force bool) []Message {
 	st := Status{State: e.state, Table: e.table, Phase: pub.Phase, Shoe: pub.Shoe, Coup: pub.Coup,
 		Suspended: pub.Suspended, SuspendReason: pub.SuspendReason, ShoeDriver: e.driver, ShoeLink: pub.Link, Audit: "ok"}
 	if e.auditFail != "" {
-		st.Audit, st.Suspended = "failing", true
+		// The public reads a reason of the fixed list; what failed is the
+		// pit's (pit/alerts).
+		st.Audit, st.Suspended, st.SuspendReason = "failing", true, coup.ReasonSystemCheck
 		if e.tampered {
-			st.Audit, st.SuspendReason = "tampered", "audit trail tampered"
-		}
-		if st.SuspendReason == "" {
-			st.SuspendReason = "audit trail cannot be written"
+			st.Audit = "tampered"
 		}
 	}
 	put(TopicStatus, st)

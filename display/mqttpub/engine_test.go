@@ -300,8 +300,8 @@ func TestAuditAlerts(t *testing.T) {
 		audit    string
 		reason   string
 	}{
-		{"disk full", false, coup.AlertAuditFailed, "failing", "audit trail cannot be written"},
-		{"foreign rows", true, coup.AlertTrailTampered, "tampered", "audit trail tampered"},
+		{"disk full", false, coup.AlertAuditFailed, "failing", coup.ReasonSystemCheck},
+		{"foreign rows", true, coup.AlertTrailTampered, "tampered", coup.ReasonSystemCheck},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), quiet())

@@ -22,7 +22,8 @@ type Status struct {
 	Shoe  int        `json:"shoe,omitempty"`
 	Coup  int        `json:"coup,omitempty"`
 	// Suspended is true while the table takes no cards; SuspendReason is
-	// what the public may read of why.
+	// what the public may read of why: one of coup.PublicReasons, never a
+	// supervisor's note or an alert's message.
 	Suspended     bool   `json:"suspended"`
 	SuspendReason string `json:"suspend_reason,omitempty"`
 	ShoeDriver    string `json:"shoe_driver,omitempty"`

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/base/netlimit"
+	"github.com/tablectl/tablectl/display"
 )
 
 //go:embed web
@@ -52,7 +53,8 @@ type timelineJSON struct {
 //	/timeline.json     every step in brief, where each coup begins, replay's differences
 //	/step/{i}          the table at step i (State)
 //	/find?coup=S/C     the first step of coup C of shoe S
-//	/find?time=T       the last step at or before T (RFC 3339, or "2006-01-02 15:04:05.000" UTC)
+//	/find?time=T       the first step within T as typed, or the last before it (RFC 3339, or "2006-01-02 15:04:05.000" UTC)
+//	/report?coup=S/C   one coup as a printable report for a dispute
 //	/web/...           the page's script and style
 //
 // It only reads tl, and shows every card: Serve puts it behind its
@@ -79,8 +81,12 @@ func Handler(tl *Timeline, source string) http.Handler {
 		name := r.PathValue("file")
 		ctype := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 		dot := strings.LastIndexByte(name, '.')
-		if dot < 0 || ctype[name[dot:]] == "" || name == "viewer.html" {
+		if dot < 0 || ctype[name[dot:]] == "" || name == "viewer.html" || name == "report.html" {
 			http.NotFound(w, r)
+			return
+		}
+		if b, ok := display.RoadsAsset(name); ok {
+			serveBytes(w, r, b, ctype[name[dot:]])
 			return
 		}
 		serveFile(w, r, "web/"+name, ctype[name[dot:]])
@@ -102,6 +108,23 @@ func Handler(tl *Timeline, source string) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, s)
 	})
+	mux.HandleFunc("GET /report", func(w http.ResponseWriter, r *http.Request) {
+		i, err := tl.Find(r.URL.Query().Get("coup"), "")
+		if err != nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+			return
+		}
+		rep, err := tl.Report(tl.Steps[i].Shoe, tl.Steps[i].Coup, time.Now())
+		if err == nil {
+			rep.Source = source
+			var page []byte
+			if page, err = rep.HTML(); err == nil {
+				serveHTML(w, r, page)
+				return
+			}
+		}
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	})
 	mux.HandleFunc("GET /find", func(w http.ResponseWriter, r *http.Request) {
 		i, err := tl.Find(r.URL.Query().Get("coup"), r.URL.Query().Get("time"))
 		if err != nil {
@@ -119,14 +142,28 @@ func serveFile(w http.ResponseWriter, r *http.Request, name, ctype string) {
 		http.NotFound(w, r)
 		return
 	}
+	if strings.HasSuffix(name, ".html") {
+		serveHTML(w, r, b)
+		return
+	}
+	serveBytes(w, r, b, ctype)
+}
+
+// serveHTML serves a page with headers that keep it to its own files.
+func serveHTML(w http.ResponseWriter, r *http.Request, b []byte) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; object-src 'none'; frame-ancestors 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	serveBytes(w, r, b, "text/html; charset=utf-8")
+}
+
+// serveBytes serves a file of the page: the viewer's own, or the table
+// display's road renderer (display.RoadsAsset).
+func serveBytes(w http.ResponseWriter, r *http.Request, b []byte, ctype string) {
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-cache")
-	if strings.HasSuffix(name, ".html") {
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; object-src 'none'; frame-ancestors 'none'")
-		h.Set("Referrer-Policy", "no-referrer")
-	}
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
 }
 

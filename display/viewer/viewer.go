@@ -33,9 +33,11 @@ type Step struct {
 	// Time is At in UTC to the millisecond, as the page shows it
 	// ("2026-11-22 21:00:04.123"), to line up with video.
 	Time string `json:"time"`
-	Kind string `json:"kind"`
-	Shoe int    `json:"shoe"`
-	Coup int    `json:"coup"`
+	// TimeMicro is At in UTC to the microsecond, as stored.
+	TimeMicro string `json:"time_us"`
+	Kind      string `json:"kind"`
+	Shoe      int    `json:"shoe"`
+	Coup      int    `json:"coup"`
 	// Input says what came in ("card KH", "button reveal", "command void").
 	Input string `json:"input"`
 	// Events are what the rules derived from it, for people.
@@ -55,6 +57,9 @@ type Step struct {
 
 // TimeLayout is how the viewer writes a row's time: UTC, milliseconds.
 const TimeLayout = "2006-01-02 15:04:05.000"
+
+// TimeLayoutMicro is a row's time as stored: UTC, microseconds.
+const TimeLayoutMicro = "2006-01-02 15:04:05.000000"
 
 // Action is a supervisor's command as the trail recorded it.
 type Action struct {
@@ -96,7 +101,7 @@ func Load(rows iter.Seq2[audit.Record, error], cfg coup.TableConfig) (*Timeline,
 	tl.roads = append(tl.roads, board.Snapshot())
 	rp, err := audit.Replay(rows, cfg, audit.ReplayVisitor{
 		Input: func(rec audit.Record, in coup.Input, derived []coup.Event, t *coup.Table) {
-			st := &Step{Index: len(tl.Steps), Seq: rec.Seq, At: rec.At, Time: rec.At.UTC().Format(TimeLayout), Kind: rec.Kind, Shoe: t.ShoeNumber(), Coup: t.CoupNumber(),
+			st := &Step{Index: len(tl.Steps), Seq: rec.Seq, At: rec.At, Time: rec.At.UTC().Format(TimeLayout), TimeMicro: rec.At.UTC().Format(TimeLayoutMicro), Kind: rec.Kind, Shoe: t.ShoeNumber(), Coup: t.CoupNumber(),
 				Input: in.String(), Events: []string{}}
 			changed := false
 			for _, e := range derived {
@@ -292,6 +297,14 @@ func (tl *Timeline) At(t time.Time) int {
 	return max(i, 0)
 }
 
+// within returns the last step within t as typed, to its precision:
+// "21:00:04.123", as a row shows it, is that whole millisecond, so the
+// jump lands on the row stored at 21:00:04.123456, not the one before it
+// (rows of the same instant: the last of them, as At).
+func (tl *Timeline) within(t time.Time, prec time.Duration) int {
+	return tl.At(t.Add(prec - time.Nanosecond))
+}
+
 // CoupStep returns the first step of a coup, or false.
 func (tl *Timeline) CoupStep(shoe, coupNo int) (int, bool) {
 	for _, c := range tl.Coups {
@@ -328,29 +341,53 @@ func (tl *Timeline) Find(coupText, timeText string) (int, error) {
 		}
 		return 0, fmt.Errorf("coup %q is not in the trail", clip(coupText))
 	case timeText != "":
-		t, err := parseTime(strings.TrimSpace(timeText), tl)
+		t, prec, err := parseTime(strings.TrimSpace(timeText), tl)
 		if err != nil {
 			return 0, err
 		}
-		return tl.At(t), nil
+		return tl.within(t, prec), nil
 	}
 	return 0, fmt.Errorf("say a coup or a time")
 }
 
-func parseTime(s string, tl *Timeline) (time.Time, error) {
+// parseTime reads a time as Find takes it, and the precision it was
+// typed to (a second, a millisecond, a microsecond...).
+func parseTime(s string, tl *Timeline) (time.Time, time.Duration, error) {
+	prec := precision(s)
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+		return t, prec, nil
 	}
-	if t, err := time.Parse(TimeLayout, s); err == nil {
-		return t, nil
+	// Go reads a fraction of a second after the seconds whatever the
+	// layout says: "15:04:05" takes "21:00:04.123456" too.
+	if t, err := time.Parse("2006-01-02 15:04:05", s); err == nil {
+		return t, prec, nil
 	}
-	for _, layout := range []string{"15:04:05.000", "15:04:05"} {
-		if t, err := time.Parse(layout, s); err == nil && len(tl.Steps) > 0 {
-			d := tl.Steps[0].At.UTC()
-			return time.Date(d.Year(), d.Month(), d.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), nil
+	if t, err := time.Parse("15:04:05", s); err == nil && len(tl.Steps) > 0 {
+		d := tl.Steps[0].At.UTC()
+		return time.Date(d.Year(), d.Month(), d.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), prec, nil
+	}
+	return time.Time{}, 0, fmt.Errorf("time %q: want RFC 3339, %q or %q (UTC, to the second, millisecond or microsecond)", clip(s), TimeLayout, "15:04:05.000")
+}
+
+// precision is the unit of the last digit of a time's seconds: 1s
+// without a fraction, 1ms for three digits, 1µs for six.
+func precision(s string) time.Duration {
+	dot := strings.LastIndexByte(s, '.')
+	if dot < 0 {
+		return time.Second
+	}
+	n := 0
+	for _, r := range s[dot+1:] {
+		if r < '0' || r > '9' {
+			break
 		}
+		n++
 	}
-	return time.Time{}, fmt.Errorf("time %q: want RFC 3339, %q or %q (UTC)", clip(s), TimeLayout, "15:04:05.000")
+	p := time.Second
+	for range min(n, 9) {
+		p /= 10
+	}
+	return p
 }
 
 func clip(s string) string {

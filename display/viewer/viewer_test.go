@@ -306,3 +306,69 @@ func TestServe(t *testing.T) {
 		t.Error("Serve on a bad address: no error")
 	}
 }
+
+// TestFindTypedPrecision: a time is read to the precision it was typed to,
+// so the time a row shows (to the millisecond) lands on that row, though
+// the trail keeps microseconds.
+func TestFindTypedPrecision(t *testing.T) {
+	day := time.Date(2026, 11, 22, 21, 0, 4, 0, time.UTC)
+	tl := &Timeline{}
+	for i, us := range []int{122900, 123456, 123789, 1000001} { // 21:00:04.122900...
+		tl.Steps = append(tl.Steps, &Step{Index: i, At: day.Add(time.Duration(us) * time.Microsecond)})
+	}
+	for _, c := range []struct {
+		time string
+		want int
+	}{
+		{"21:00:04.123", 2}, // the last row of that millisecond
+		{"2026-11-22 21:00:04.123", 2},
+		{"21:00:04.123456", 1},
+		{"21:00:04.123789", 2},
+		{"21:00:04.1229", 0},
+		{"21:00:04", 2},
+		{"21:00:05.000", 3},
+		{"21:00:04.5", 2},
+		{"2026-11-22T21:00:04.122Z", 0},
+		{"2026-11-22T21:00:04.122900Z", 0},
+		{"20:00:00", 0},
+	} {
+		if got, err := tl.Find("", c.time); err != nil || got != c.want {
+			t.Errorf("find %q: step %d, %v; want %d", c.time, got, err, c.want)
+		}
+	}
+}
+
+// TestReport: a coup's printable report holds every row of the coup to the
+// microsecond, its cards, result and actions with their signers.
+func TestReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trail.db")
+	writeTrail(t, path, false)
+	tl, err := LoadFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tl.Coups[0]
+	rep, err := tl.Report(c.Shoe, c.Coup, time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := rep.HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range tl.Steps {
+		if s.Shoe == c.Shoe && s.Coup == c.Coup {
+			n++
+			if !strings.Contains(string(page), s.TimeMicro) {
+				t.Errorf("the report lacks row %d's time %s", s.Seq, s.TimeMicro)
+			}
+		}
+	}
+	if len(rep.Rows) != n || n == 0 || len(rep.Player) < 2 || len(rep.Banker) < 2 || rep.Result == "" {
+		t.Errorf("report of coup %d/%d: %d rows of %d, player %v, banker %v, result %q", c.Shoe, c.Coup, len(rep.Rows), n, rep.Player, rep.Banker, rep.Result)
+	}
+	if _, err := tl.Report(9, 99, time.Now()); err == nil {
+		t.Error("a report of a coup not in the trail")
+	}
+}

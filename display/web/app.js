@@ -9,7 +9,6 @@
 (function () {
   const body = document.body;
   const VIEW = body.dataset.view === 'pit' ? 'pit' : 'public';
-  const ROWS = 6;
   const SUIT = { S: '\u2660', H: '\u2665', D: '\u2666', C: '\u2663' };
   const RED_SUITS = { H: true, D: true };
   const PHASES = {
@@ -20,6 +19,28 @@
     dealing: 'DEALING',
     result: 'RESULT',
   };
+  // The public reasons of a suspension (coup.PublicReasons); an unknown
+  // one reads as the first.
+  const REASONS = {
+    table_check: 'TABLE CHECK',
+    card_check: 'CHECKING THE CARDS',
+    shoe_check: 'CHECKING THE SHOE',
+    system_check: 'TECHNICAL CHECK',
+  };
+  const MSG = {
+    suspended: 'no bets, no cards until the game resumes',
+    offline: 'no bets \u00b7 what you see is the table\u2019s last known state',
+  };
+  // The screen's language: ?lang=, else the controller's setting (once
+  // the settings are in); the pit's own panels stay in English.
+  const i18n = window.tableI18n;
+  const T = (en) => (i18n ? i18n.t(en) : en);
+  const LANG = new URLSearchParams(location.search).get('lang');
+  function useLanguage(lang) { if (i18n) { i18n.use(lang || 'en', $('screen')); lastRoadsKey = ''; } }
+  // A stream overlay (a video mixer's browser source: OBS): ?layout=
+  // lower-third or side-bar, on a transparent page. Public only.
+  const LAYOUT = new URLSearchParams(location.search).get('layout');
+  if (VIEW === 'public' && (LAYOUT === 'lower-third' || LAYOUT === 'side-bar')) body.classList.add('overlay', 'overlay-' + LAYOUT);
   // Bead cells show B/P/T, or the winning point with ?bead=points.
   const BEAD_POINTS = new URLSearchParams(location.search).get('bead') === 'points';
 
@@ -123,18 +144,71 @@
   }
   function alertName(a) { return String(a.kind || a.source || 'alert').replace(/_/g, ' ').toUpperCase(); }
 
+  // What the public reads of why the table is suspended: a word of the
+  // controller's fixed list (coup.PublicReasons), never a supervisor's
+  // note, which only the pit's topics carry.
+  function publicReason(st) {
+    const code = st.suspend_reason || (state.coup && state.coup.suspend_reason) || '';
+    return T(REASONS[code] || REASONS.table_check) + ' \u00b7 ' + T(MSG.suspended);
+  }
+
+  // The pit reads the worst alert holding the table and what clears it,
+  // or the supervisor's note (pit/coup), or the status's public reason
+  // (the trail failing holds the table from outside the game).
+  function pitReason(st) {
+    const holding = state.alerts && Array.isArray(state.alerts.alerts)
+      ? state.alerts.alerts.filter((a) => a && a.suspends) : [];
+    if (holding.length > 0) {
+      const w = worstAlert(holding);
+      setText('suspend-count', holding.length === 1 ? '1 ALERT' : holding.length + ' ALERTS');
+      show('suspend-count', true);
+      // What clears it comes first: a long message is cut at the end.
+      return alertName(w) + (w.coup ? ' \u00b7 coup ' + w.coup : '') +
+        (w.needs ? ' \u2192 needs ' + w.needs + ' (' + (NEEDS_TEXT[w.needs] || w.needs) + ')' : '') + (w.message ? ' \u00b7 ' + w.message : '');
+    }
+    const note = state.coup && state.coup.suspended ? state.coup.suspend_reason : '';
+    if (note) return note;
+    return REASONS[st.suspend_reason] || MSG.suspended;
+  }
+
+  // phaseText is the coup panel's phase line: the table's state first, so
+  // that a suspended or offline table, or a page that lost the broker,
+  // never invites bets.
+  function phaseText(c, rv) {
+    if (rv) return 'RECALL \u00b7 SHOE ' + rv.shoe + ' COUP ' + rv.coup + (rv.voided ? ' \u00b7 VOIDED' : '');
+    const ts = body.dataset.table;
+    if (ts === 'suspended') return { text: T('NO BETS') + ' \u00b7 ' + T('GAME PAUSED'), held: true };
+    if (ts === 'offline') return { text: T('NO BETS') + ' \u00b7 ' + T('TABLE OFFLINE'), held: true };
+    if (state.conn !== 'online' && ts !== 'loading') return { text: T('NO CONNECTION'), held: true };
+    const phase = (c && c.phase) || '';
+    if (phase === 'no_shoe' && shoeOver()) return T('SHOE OVER') + ' \u00b7 ' + T('WAITING FOR A NEW SHOE');
+    if (phase !== 'result') return PHASES[phase] ? T(PHASES[phase]) : '\u00a0';
+    if (!c.result) return T('AWAITING REVEAL');
+    // The pit sees the result before the public: the line says what the
+    // table is waiting for, the result box that only the pit sees it.
+    return T(unrevealed(c) ? 'AWAITING REVEAL' : PHASES.result);
+  }
+
+  function unrevealed(c) { return [].concat(c.player || [], c.banker || []).some((vc) => vc && vc.hidden); }
+
+  // shoeOver: between shoes after one was dealt (its roads still up).
+  function shoeOver() {
+    const s = state.roads && state.roads.stats;
+    return !!(s && num(s.coups) > 0);
+  }
+
   function renderStatus() {
     const st = state.status || {};
     const isLoaded = loaded();
     body.dataset.loading = String(!isLoaded);
     show('banner-loading', !isLoaded && state.conn !== 'offline');
     if (!isLoaded) {
-      setText('loading-detail', state.conn === 'online' ? 'reading the table\u2019s state\u2026' : 'connecting to the table\u2026');
+      setText('loading-detail', T(state.conn === 'online' ? 'reading the table\u2019s state\u2026' : 'connecting to the table\u2026'));
     }
     const ts = isLoaded ? tableState() : 'loading';
     const pill = $('table-state');
     pill.dataset.state = ts;
-    setText('table-state', { offline: 'OFFLINE', suspended: 'SUSPENDED', replay: 'REPLAY', live: 'LIVE', waiting: 'WAITING', loading: 'LOADING' }[ts]);
+    setText('table-state', T({ offline: 'OFFLINE', suspended: 'SUSPENDED', replay: 'REPLAY', live: 'LIVE', waiting: 'WAITING', loading: 'LOADING' }[ts]));
     body.dataset.table = ts;
 
     // One line: it summarises (how many alerts, the worst, what clears
@@ -143,29 +217,19 @@
     show('banner-suspended', suspended);
     show('suspend-count', false);
     if (suspended) {
-      let reason = st.suspend_reason || (state.coup && state.coup.suspend_reason) || '';
-      if (reason === 'suspended') reason = '';
-      const holding = VIEW === 'pit' && state.alerts && Array.isArray(state.alerts.alerts)
-        ? state.alerts.alerts.filter((a) => a && a.suspends) : [];
-      if (holding.length > 0) {
-        const w = worstAlert(holding);
-        // What clears it comes first: a long message is cut at the end.
-        reason = alertName(w) + (w.coup ? ' \u00b7 coup ' + w.coup : '') +
-          (w.needs ? ' \u2192 needs ' + w.needs + ' (' + (NEEDS_TEXT[w.needs] || w.needs) + ')' : '') + (w.message ? ' \u00b7 ' + w.message : '');
-        setText('suspend-count', holding.length === 1 ? '1 ALERT' : holding.length + ' ALERTS');
-        show('suspend-count', true);
-      }
-      setText('suspend-reason', reason || 'no bets, no cards until the supervisor resumes the game');
-      $('banner-suspended').title = $('suspend-reason').textContent;
+      const reason = VIEW === 'pit' ? pitReason(st) : publicReason(st);
+      setText('suspend-reason', reason);
+      $('banner-suspended').title = reason;
     }
     show('banner-offline', ts === 'offline');
+    setText('offline-detail', VIEW === 'pit' ? 'the controller is not running: what you see is the last known state' : T(MSG.offline));
 
     const conn = $('conn');
     conn.dataset.state = state.conn;
-    setText('conn-text', { online: 'CONNECTED', reconnecting: 'RECONNECTING', connecting: 'CONNECTING', offline: 'DISCONNECTED' }[state.conn] || state.conn.toUpperCase());
+    setText('conn-text', T({ online: 'CONNECTED', reconnecting: 'RECONNECTING', connecting: 'CONNECTING', offline: 'DISCONNECTED' }[state.conn] || state.conn.toUpperCase()));
     const lost = state.conn !== 'online';
     show('banner-conn', lost && (state.conn !== 'connecting' || state.connDetail !== ''));
-    setText('conn-detail', state.connDetail || 'reconnecting to the table\u2026');
+    setText('conn-detail', state.connDetail || T('reconnecting to the table\u2026'));
     body.classList.toggle('stale', lost && state.conn !== 'connecting' || ts === 'offline');
 
     setText('table-name', (settings && settings.table) || '');
@@ -184,6 +248,33 @@
         (rv.dealer ? ' \u00b7 DEALER ' + rv.dealer : '') + ' \u00b7 the live table is coup ' + (coupNo || '\u2013'));
     }
   }
+
+  // lastCoup lays the view's last coup out as the coup panel draws a coup.
+  function lastCoup(l) {
+    const vc = (list) => (Array.isArray(list) ? list : []).map((card) => ({ card }));
+    return { last: true, coup: l.coup, phase: 'result', player: vc(l.player), banker: vc(l.banker),
+      player_point: num(l.result.player_point), banker_point: num(l.result.banker_point), result: l.result };
+  }
+
+  // renderRound shows the round's id for a dispute (the table, the date
+  // and the shoe and coup, the time betting opened, UTC) and the betting
+  // countdown when the table's betting time runs.
+  function renderRound(c) {
+    const at = c && c.opened_at ? new Date(c.opened_at) : null;
+    let id = '';
+    if (at && !isNaN(at.getTime()) && c.coup) {
+      const iso = at.toISOString();
+      id = ((settings && settings.table) || 'T') + '-' + iso.slice(0, 10).replace(/-/g, '') + '-' + c.shoe + '-' + c.coup + ' \u00b7 ' + iso.slice(11, 19) + ' UTC';
+    }
+    setText('round-id', id || '\u2013');
+    const closes = c && c.phase === 'betting_open' && c.bets_close_at && body.dataset.table === 'live' ? Date.parse(c.bets_close_at) : NaN;
+    const left = isNaN(closes) ? -1 : Math.max(0, Math.ceil((closes - Date.now()) / 1000));
+    show('countdown', left >= 0);
+    if (left >= 0) setText('countdown', String(left));
+    $('countdown').dataset.low = String(left >= 0 && left <= 5);
+    if (left > 0) { clearTimeout(countdownTimer); countdownTimer = setTimeout(schedule, 250); }
+  }
+  let countdownTimer = 0;
 
   // recallCoup lays a recall record out as the coup panel draws a coup.
   function recallCoup(r) {
@@ -254,16 +345,18 @@
 
   function renderCoup() {
     const rv = VIEW === 'pit' ? state.recallView : null;
-    const c = rv ? recallCoup(rv) : state.coup;
-    const phase = (c && c.phase) || '';
+    const live = rv ? recallCoup(rv) : state.coup;
+    const phase = (live && live.phase) || '';
     const ph = $('phase');
-    ph.dataset.phase = phase;
-    let phaseText = PHASES[phase] || '\u00a0';
-    if (phase === 'result' && !(c && c.result)) phaseText = 'AWAITING REVEAL';
-    const unrevealed = c && [].concat(c.player || [], c.banker || []).some((vc) => vc && vc.hidden);
-    if (phase === 'result' && c && c.result && unrevealed) phaseText = 'RESULT \u00b7 NOT YET REVEALED';
-    if (rv) phaseText = 'RECALL \u00b7 SHOE ' + rv.shoe + ' COUP ' + rv.coup + (rv.voided ? ' \u00b7 VOIDED' : '');
-    setText('phase', phaseText);
+    const pt = phaseText(live, rv);
+    ph.dataset.phase = typeof pt === 'object' ? 'held' : phase;
+    setText('phase', typeof pt === 'object' ? pt.text : pt);
+    renderRound(rv ? null : live);
+    // As boards do, the last result stays up through betting, until the
+    // next coup's first card.
+    const c = !rv && live && live.last && live.last.result ? lastCoup(live.last) : live;
+    body.dataset.held = String(c !== live);
+    setText('last-tag', c !== live ? T('LAST RESULT') + ' \u00b7 ' + T('COUP') + ' ' + live.last.coup : '');
 
     renderHand('player-cards', c ? c.player : []);
     renderHand('banker-cards', c ? c.banker : []);
@@ -280,25 +373,50 @@
       box.dataset.winner = '';
       return;
     }
-    const key = [c.recall ? 'recall' : 'live', c.shoe, c.coup, r.winner].join('/');
+    const key = [c.recall ? 'recall' : c.last ? 'last' : 'live', c.shoe, c.coup, r.winner, unrevealed(c)].join('/');
+    box.dataset.unrevealed = String(unrevealed(c));
     if (box.dataset.key !== key) {
       box.dataset.key = key;
       box.hidden = false;
       box.dataset.winner = r.winner;
-      setText('result-text', { banker: 'BANKER WINS', player: 'PLAYER WINS', tie: 'TIE' }[r.winner] || String(r.winner).toUpperCase());
+      setText('result-text', T({ banker: 'BANKER WINS', player: 'PLAYER WINS', tie: 'TIE' }[r.winner] || String(r.winner).toUpperCase()));
       const pts = r.winner === 'banker'
         ? num(r.banker_point) + ' \u2013 ' + num(r.player_point)
         : num(r.player_point) + ' \u2013 ' + num(r.banker_point);
       setText('result-points', pts);
       const tags = $('result-tags');
       tags.replaceChildren();
-      if (r.player_natural || r.banker_natural) tags.append(el('span', 'tag natural', 'NATURAL'));
+      if (unrevealed(c)) tags.append(el('span', 'tag pit-only-tag', 'PIT ONLY \u00b7 NOT YET REVEALED'));
+      if (r.player_natural || r.banker_natural) tags.append(el('span', 'tag natural', T('NATURAL')));
       if (r.banker_pair) tags.append(el('span', 'tag banker-pair', 'BANKER PAIR'));
       if (r.player_pair) tags.append(el('span', 'tag player-pair', 'PLAYER PAIR'));
     }
   }
 
+  // money shows minor units as the profile counts them: 10 is 0.10,
+  // 250000 is 2,500.
+  function money(v) {
+    const n = num(v) / 100;
+    return n.toLocaleString('en-US', { minimumFractionDigits: Number.isInteger(n) ? 0 : 2, maximumFractionDigits: 2 });
+  }
+
+  // renderLimits: the table's minimum and maximum, and the main spots' and
+  // the tie's own maximum, as boards show them.
+  function renderLimits() {
+    const l = settings && settings.limits;
+    const per = (l && l.per_bet) || {};
+    // A profile without limits (all 0) shows none.
+    const any = !!l && (num(l.min) > 0 || num(l.max) > 0 || Object.keys(per).length > 0);
+    show('limits', any);
+    if (!any) return;
+    let text = T('LIMITS') + ' ' + money(l.min) + (l.max ? ' \u2013 ' + money(l.max) : '');
+    if (per.player && per.player === per.banker) text += ' \u00b7 ' + T('P/B') + ' \u2264 ' + money(per.player);
+    if (per.tie) text += ' \u00b7 ' + T('TIE') + ' \u2264 ' + money(per.tie);
+    setText('limits', text);
+  }
+
   function renderShoe() {
+    renderLimits();
     const s = state.shoe || state.coup || {};
     const dealt = num(s.cards_dealt);
     const remaining = num(s.cards_remaining);
@@ -308,72 +426,7 @@
     $('shoe-fill').style.width = total > 0 ? (100 * dealt / total).toFixed(2) + '%' : '0%';
     const cut = $('cut-card');
     cut.hidden = !s.cut_card_seen;
-    if (s.cut_card_seen) setText('cut-card', s.last_coup ? 'CUT CARD OUT \u00b7 LAST COUP ' + s.last_coup : 'CUT CARD OUT');
-  }
-
-  // drawRoad lays cells out on a road's grid, showing its last columns when
-  // the shoe has more than the screen holds.
-  function drawRoad(box, cells, make) {
-    const cell = box.clientHeight / ROWS;
-    // Whole columns only: a column that only partly fits is cut off at
-    // the edge, the newest one included.
-    const capacity = Math.max(1, Math.floor(box.clientWidth / cell + 0.001));
-    let last = -1;
-    for (const c of cells) if (c.col > last) last = c.col;
-    // As casino boards do, the board scrolls to keep the newest column in
-    // view with an empty column after it for the next result (unless the
-    // board is a single column wide).
-    const spare = capacity > 2 ? 1 : 0;
-    const offset = Math.max(0, last + 1 + spare - capacity);
-    box.dataset.capacity = String(capacity);
-    box.dataset.offset = String(offset);
-    const frag = document.createDocumentFragment();
-    let n = 0;
-    for (const c of cells) {
-      if (c.col < offset || c.row < 0 || c.row >= ROWS) continue;
-      const e = make(c);
-      e.style.gridColumn = String(c.col - offset + 1);
-      e.style.gridRow = String(c.row + 1);
-      frag.append(e);
-      n++;
-    }
-    box.dataset.count = String(n);
-    box.replaceChildren(frag);
-  }
-
-  function pairs(e, c) {
-    if (c.banker_pair) e.append(el('i', 'pair bp'));
-    if (c.player_pair) e.append(el('i', 'pair pp'));
-  }
-
-  function beadCell(c) {
-    const e = el('div', 'cell bead ' + c.result);
-    e.textContent = BEAD_POINTS ? String(num(c.point)) : ({ banker: 'B', player: 'P', tie: 'T' }[c.result] || '?');
-    e.dataset.coup = String(c.coup);
-    e.title = 'coup ' + c.coup + ': ' + c.result + ' ' + num(c.point) + (c.natural ? ', natural' : '');
-    pairs(e, c);
-    return e;
-  }
-
-  function bigRoadCell(c) {
-    const e = el('div', 'cell bigroad ' + c.result);
-    e.dataset.coup = String(c.coup);
-    const ties = num(c.ties) + num(c.leading_ties);
-    e.dataset.ties = String(ties);
-    if (ties > 0) {
-      e.append(el('i', 'tie-slash'));
-      if (ties > 1) e.append(el('b', 'tie-count', ties));
-    }
-    pairs(e, c);
-    return e;
-  }
-
-  function derivedCell(kind) {
-    return (c) => {
-      const e = el('div', 'cell');
-      e.append(el('i', 'mk ' + kind + ' ' + (c.colour === 'red' || c.colour === 'blue' ? c.colour : 'none')));
-      return e;
-    };
+    if (s.cut_card_seen) setText('cut-card', s.last_coup ? T('CUT CARD OUT') + ' \u00b7 ' + T('LAST COUP') + ' ' + s.last_coup : T('CUT CARD OUT'));
   }
 
   let lastRoadsKey = '';
@@ -382,15 +435,13 @@
     const grid = r.grid || {};
     const list = (v) => (Array.isArray(v) ? v : []);
     // Roads only change with a result, a void or a new shoe; the size of
-    // the screen changes how many columns show.
-    const key = JSON.stringify([r, window.innerWidth, window.innerHeight]);
+    // the screen changes how many columns show, and so do
+    // the banners too: they take the roads' height, and so their cells'.
+    const key = JSON.stringify([r, window.innerWidth, window.innerHeight, $('road-big').clientHeight, $('road-bigeye').clientHeight]);
     if (key !== lastRoadsKey) {
       lastRoadsKey = key;
-      drawRoad($('road-bead'), list(r.bead_plate), beadCell);
-      drawRoad($('road-big'), list(grid.big_road), bigRoadCell);
-      drawRoad($('road-bigeye'), list(grid.big_eye_boy), derivedCell('bigeye'));
-      drawRoad($('road-small'), list(grid.small_road), derivedCell('small'));
-      drawRoad($('road-roach'), list(grid.cockroach_pig), derivedCell('roach'));
+      window.tableRoads.draw({ bead: $('road-bead'), big: $('road-big'), bigeye: $('road-bigeye'), small: $('road-small'), roach: $('road-roach') },
+        r, { beadPoints: BEAD_POINTS, letters: { banker: T('B'), player: T('P'), tie: T('T') } });
     }
 
     const s = r.stats || {};
@@ -440,11 +491,25 @@
     if (/^[A2-9TJQK][SHDC]$/.test(text)) s.textContent = (text[0] === 'T' ? '10' : text[0]) + SUIT[text[1]];
     return s;
   }
-  function cardsCell(cards, manual) {
+  // cardsCell lists cards; suspended and open are the places of those
+  // drawn while the table was suspended or betting was open (in no hand),
+  // marked.
+  function cardsCell(cards, manual, suspended, open) {
     const td = el('td', 'cs');
-    for (const c of Array.isArray(cards) ? cards : []) {
+    const list = Array.isArray(cards) ? cards : [];
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i];
       const s = cardSpan(String(c));
       if (manual && manual.includes(c)) s.classList.add('manual');
+      if (Array.isArray(suspended) && suspended.includes(i)) {
+        s.classList.add('stray');
+        s.title = 'drawn while the table was suspended: in no hand';
+        s.append(el('sup', '', 'SUSP'));
+      } else if (Array.isArray(open) && open.includes(i)) {
+        s.classList.add('stray');
+        s.title = 'drawn while betting was open (a misdeal): in no hand';
+        s.append(el('sup', '', 'OPEN'));
+      }
       td.append(s);
     }
     return td;
@@ -509,14 +574,23 @@
       tr.dataset.coup = String(r.coup);
       tr.dataset.shoe = String(r.shoe);
       if (state.recallView && state.recallView.shoe === r.shoe && state.recallView.coup === r.coup) tr.classList.add('recalled');
-      tr.addEventListener('click', () => { state.recallView = r; schedule(); });
-      tr.append(el('td', 'num', r.shoe + '/' + r.coup), cardsCell(r.cards, r.manual), cardsCell(r.player), cardsCell(r.banker));
+      // A row is a button: the keyboard reaches it (Tab) and shows it
+      // (Enter or Space), as a click does.
+      tr.tabIndex = 0;
+      tr.setAttribute('role', 'button');
+      tr.setAttribute('aria-label', 'show coup ' + r.shoe + '/' + r.coup);
+      const pick = () => { state.recallView = r; focusRecall = r.shoe + '/' + r.coup; schedule(); };
+      tr.addEventListener('click', pick);
+      tr.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); pick(); } });
+      tr.append(el('td', 'num', r.shoe + '/' + r.coup), cardsCell(r.cards, r.manual, r.suspended, r.betting_open), cardsCell(r.player), cardsCell(r.banker));
       const td = el('td', r.winner && !r.voided ? 'w-' + r.winner : '', r.voided ? 'VOID' : (r.winner || '').toUpperCase());
       // points are "player-banker"
       const pts = /^(\d)-(\d)$/.exec(r.points || '');
       if (pts) td.append(el('span', 'pts', 'P' + pts[1] + ' B' + pts[2]));
       tr.append(td);
       rb.append(tr);
+      // The table is drawn anew on each render: the focus stays on the row.
+      if (focusRecall === r.shoe + '/' + r.coup && document.activeElement === document.body) tr.focus();
     }
     // Dealers: the figures per dealer on this trail.
     const db = $('dealer-table').querySelector('tbody');
@@ -534,6 +608,8 @@
     show('recall-note', rnote !== '');
     setText('recall-note', rnote);
   }
+
+  let focusRecall = '';
 
   // Recall is not on MQTT: the pit fetches it from the controller whenever
   // a coup ends or is voided (a change of coup, phase or roads).
@@ -607,6 +683,7 @@
 
   function connect(cfg) {
     settings = cfg;
+    if (!LANG && cfg.language) useLanguage(cfg.language);
     const topics = topicsFor(cfg.prefix);
     const byTopic = {};
     for (const [k, v] of Object.entries(topics)) byTopic[v] = k;
@@ -695,6 +772,7 @@
   }
 
   window.addEventListener('resize', schedule);
+  useLanguage(LANG);
   if (VIEW === 'pit') $('recall-exit').addEventListener('click', () => { state.recallView = null; schedule(); });
   render();
   start();

@@ -337,13 +337,22 @@
       yes.type = 'button';
       const no = el('button', 'pc-no', 'CANCEL');
       no.type = 'button';
-      yes.addEventListener('click', () => { confirmBox.hidden = true; send(req); });
+      yes.addEventListener('click', () => { confirmBox.hidden = true; send(req); clearForm(); });
       no.addEventListener('click', () => { confirmBox.hidden = true; });
       confirmBox.append(el('span', '', 'Bets on it are returned. '), yes, no);
       return;
     }
     send(req);
+    clearForm();
   });
+
+  // clearForm empties the fields once a command is on its way: the next
+  // one starts blank (a reason left in the field went into the trail as
+  // part of the next command's).
+  function clearForm() {
+    for (const inp of Object.values(inputs)) inp.value = '';
+    actionSel.focus();
+  }
 
   function drawKey() {
     keyBox.replaceChildren();

@@ -426,6 +426,32 @@ func (p *Page) Screenshot() []byte {
 	return png
 }
 
+// TransparentScreenshot is a PNG of the viewport over no background: what
+// the page leaves transparent (an overlay for a video mixer's browser
+// source) has an alpha of 0.
+func (p *Page) TransparentScreenshot() []byte {
+	p.t.Helper()
+	var png []byte
+	p.run(func(ctx context.Context) (err error) {
+		png, err = chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) ([]byte, error) {
+			// An alpha of exactly 0 is left out of the request (and so read
+			// as 1): the least above it rounds to 0 in the PNG.
+			clear := cdp.RGBA{A: 1e-6}
+			if _, err := cdp.Call(ctx, t, emulation.SetDefaultBackgroundColorOverride, emulation.SetDefaultBackgroundColorOverrideParams{Color: &clear}); err != nil {
+				return nil, err
+			}
+			defer cdp.Call(ctx, t, emulation.SetDefaultBackgroundColorOverride, emulation.SetDefaultBackgroundColorOverrideParams{})
+			r, err := cdp.Call(ctx, t, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng})
+			return r.Data, err
+		})
+		if err != nil {
+			return fmt.Errorf("transparent screenshot: %w", err)
+		}
+		return nil
+	})
+	return png
+}
+
 // FullScreenshot is a PNG of the whole page, beyond the viewport.
 func (p *Page) FullScreenshot() []byte {
 	p.t.Helper()

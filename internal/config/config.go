@@ -228,6 +228,9 @@ type HTTPSection struct {
 	// HTTP basic auth; without them the pit view is off.
 	PitUser         string `json:"pit_user"`
 	PitPasswordFile string `json:"pit_password_file"`
+	// DisplayLanguage is the public screens' language, unless a screen
+	// says its own (?lang=): "en" (the default), "zh-Hans", "zh-Hant".
+	DisplayLanguage string `json:"display_language,omitempty"`
 	// MaxConnections and MaxConnectionsPerClient cap the connections open
 	// at once, in all and from one client address; defaults 256 and 32.
 	MaxConnections          int `json:"max_connections,omitempty"`
@@ -359,6 +362,11 @@ func Parse(data []byte, dir string) (Config, coup.TableConfig, error) {
 	c.HTTP.CertFile, c.HTTP.KeyFile = under(dir, c.HTTP.CertFile), under(dir, c.HTTP.KeyFile)
 	if (c.HTTP.CertFile == "") != (c.HTTP.KeyFile == "") {
 		errs = append(errs, errors.New("http.cert_file and http.key_file go together"))
+	}
+	switch c.HTTP.DisplayLanguage {
+	case "", "en", "zh-Hans", "zh-Hant":
+	default:
+		errs = append(errs, fmt.Errorf("http.display_language %q: want en, zh-Hans or zh-Hant", c.HTTP.DisplayLanguage))
 	}
 	if (c.HTTP.PitUser == "") != (c.HTTP.PitPasswordFile == "") {
 		errs = append(errs, errors.New("http.pit_user and http.pit_password_file go together"))

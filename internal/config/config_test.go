@@ -39,6 +39,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad key URI", `{"table_id":"T","profile":"vip","audit":{"path":"a.db","checkpoint_key":"pkcs11:token=t;object=cp?pin-value=1"},"shoe":{"port":{"path":"/dev/x"}}}`, "audit.checkpoint_key: pkcs11 URI: pin-value is refused"},
 		{"trailing", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}}} {}`, "after the JSON"},
 		{"client limit with a broker", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}},"mqtt":{"broker":"tcp://h:1883","client_command_burst":5}}`, "limit clients at the broker"},
+		{"display language", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}},"http":{"display_language":"klingon"}}`, "http.display_language"},
 		{"negative client interval", `{"table_id":"T","profile":"vip","audit":{"path":"a.db"},"shoe":{"port":{"path":"/dev/x"}},"mqtt":{"client_command_every":"-1s"}}`, "client_command_every"},
 	}
 	for _, tt := range tests {

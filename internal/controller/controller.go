@@ -42,10 +42,12 @@ import (
 // metrics, and MQTT: the broker (embedded or not), the publisher and the
 // signed commands.
 type Controller struct {
-	cfg  config.Config
-	log  *slog.Logger
-	rec  *audit.Recorder
-	link *device.Link
+	cfg config.Config
+	// limits are the profile's stake limits, for the table display.
+	limits coup.Limits
+	log    *slog.Logger
+	rec    *audit.Recorder
+	link   *device.Link
 	// handler is the HTTP endpoints, served on ln when http.listen is set.
 	handler http.Handler
 	http    *http.Server
@@ -164,7 +166,7 @@ func Start(ctx context.Context, c config.Config, tc coup.TableConfig, log *slog.
 		log.Warn("audit.checkpoint_every is no longer used: every commit carries a signed checkpoint of its head", "checkpoint_every", c.Audit.CheckpointEvery)
 	}
 	m := metrics.New()
-	ctl := &Controller{cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey, checker: newSelfChecker(c),
+	ctl := &Controller{limits: tc.Profile.Limits, cfg: c, log: log, metrics: m, webPitPassword: hooks.WebPitPassword, closeKey: closeKey, checker: newSelfChecker(c),
 		keyringAgain: make(chan struct{}, 1)}
 	ctl.budget = clientBudget(log)
 	// The publisher is made once the trail is open; nothing is committed
@@ -399,8 +401,9 @@ func (ctl *Controller) mountWeb() error {
 		}
 		return s, nil
 	}
-	wc := display.WebConfig{Table: ctl.cfg.TableID, BrokerWS: ws, Prefix: ctl.cfg.MQTT.Prefix, Recall: ctl.rec, DealerStats: ctl.dealers.Load().report,
-		Public: display.WebLogin{Username: h.DisplayUser}, Pit: display.WebLogin{Username: h.PitBrokerUser}, PitUser: h.PitUser}
+	wc := display.WebConfig{Table: ctl.cfg.TableID, BrokerWS: ws, Prefix: ctl.cfg.MQTT.Prefix, Recall: ctl.rec, DealerStats: ctl.dealers.Load().report, Limits: &ctl.limits,
+		Language: h.DisplayLanguage,
+		Public:   display.WebLogin{Username: h.DisplayUser}, Pit: display.WebLogin{Username: h.PitBrokerUser}, PitUser: h.PitUser}
 	var err error
 	if wc.Public.Password, err = secret("http.display_password_file", h.DisplayPasswordFile); err != nil {
 		return err

@@ -153,7 +153,7 @@ func TestDemoBrowser(t *testing.T) {
 	view, recall := replayDemoTrail(ctx, t, info.Trail, profile, want)
 
 	n := len(want.results)
-	pub.WaitFor("the whole shoe on the display", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.querySelector('#stat-coups b').textContent === '%d' && document.getElementById('phase').textContent === 'WAITING FOR A NEW SHOE' && document.getElementById('cards-dealt').textContent === '%d'`, n, n, view.CardsDealt),
+	pub.WaitFor("the whole shoe on the display", fmt.Sprintf(`document.querySelectorAll('#road-bead .cell.bead').length === %d && document.querySelector('#stat-coups b').textContent === '%d' && document.getElementById('phase').textContent === 'SHOE OVER · WAITING FOR A NEW SHOE' && document.getElementById('cards-dealt').textContent === '%d'`, n, n, view.CardsDealt),
 		`[document.querySelectorAll('#road-bead .cell.bead').length, document.querySelector('#stat-coups b').textContent, document.getElementById('phase').textContent, document.getElementById('cards-dealt').textContent]`)
 	pub.SaveScreenshot(shots, "demo-2-shoe-dealt", false)
 	pub.NoProblems()
@@ -430,6 +430,9 @@ func checkDemoBeads(t *testing.T, pg *browsertest.Page, results []coup.Result) {
 		r := results[i]
 		w := bead{Coup: i + 1, Class: "cell bead " + r.Winner.String(), Text: letter[r.Winner],
 			Col: strconv.Itoa(i/6 + 1), Row: strconv.Itoa(i%6 + 1), BP: r.BankerPair, PP: r.PlayerPair}
+		if i == len(cells)-1 {
+			w.Class += " newest" // the newest result is marked, as boards blink it
+		}
 		got := c
 		got.BG = ""
 		if got != w {
@@ -509,7 +512,11 @@ func checkDemoBigRoad(t *testing.T, pg *browsertest.Page, results []coup.Result)
 	tail := want[len(want)-len(cells):]
 	for i, c := range cells {
 		w := tail[i]
-		if c.Coup != w.Coup || c.Class != "cell bigroad "+w.Winner.String() || c.Ties != w.Ties {
+		class := "cell bigroad " + w.Winner.String()
+		if i == len(cells)-1 {
+			class += " newest" // sorted by coup: the last is the newest
+		}
+		if c.Coup != w.Coup || c.Class != class || c.Ties != w.Ties {
 			t.Errorf("big road cell of coup %d: %+v, want %+v", c.Coup, c, w)
 		}
 		if browsertest.Colour(c.Border) != sideColour[w.Winner] {

@@ -49,18 +49,24 @@ type consoleEntry struct {
 // table's reply on the page and returns it.
 func consoleSend(t *testing.T, pg *browsertest.Page, action string, args map[string]string, want string) consoleEntry {
 	t.Helper()
-	// The log keeps the newest 20 entries: a new one is told by its
-	// identity, not by the log's length.
-	pg.Eval(`window.pcBefore = window.pitConsole.log[0]; true`, nil)
-	js := fmt.Sprintf(`(() => { const sel = document.getElementById('pc-action'); sel.value = %q; sel.dispatchEvent(new Event('change'));
-		for (const k of ['coup', 'card', 'reason', 'dealer']) document.getElementById('pc-' + k).value = '';`, action)
+	// The newest entry before the send: the log keeps 20, so its length
+	// stops growing on a long retry loop.
+	pg.Eval(`(() => { window.__pcTop = window.pitConsole.log[0]; return true; })()`, nil)
+	// The form is not emptied here: the console empties it after each
+	// send (a reason left in it went into the trail with the next command).
+	js := fmt.Sprintf(`(() => { const sel = document.getElementById('pc-action'); sel.value = %q; sel.dispatchEvent(new Event('change'));`, action)
 	for k, v := range args {
 		js += fmt.Sprintf(`document.getElementById('pc-%s').value = %q;`, k, v)
 	}
 	js += `document.getElementById('pc-send').click();
 		const yes = document.getElementById('pc-confirm-yes'); if (yes && !document.getElementById('pc-confirm').hidden) yes.click(); return true; })()`
 	pg.Eval(js, nil)
-	cond := `window.pitConsole.log[0] !== window.pcBefore && ['accepted', 'refused', 'no-reply', 'error'].includes(document.querySelector('#pc-log li').dataset.state)`
+	var left string
+	pg.Eval(`['coup', 'card', 'reason', 'dealer'].map((k) => document.getElementById('pc-' + k).value).join('')`, &left)
+	if left != "" {
+		t.Errorf("the console's form after %s still holds %q", action, left)
+	}
+	cond := `window.pitConsole.log[0] !== window.__pcTop && ['accepted', 'refused', 'no-reply', 'error'].includes(document.querySelector('#pc-log li').dataset.state)`
 	pg.WaitFor("the table's reply to "+action+" on the console", cond, `document.getElementById('pc-log').innerText`)
 	var e consoleEntry
 	pg.Eval(`(() => { const li = document.querySelector('#pc-log li'); return {state: li.dataset.state, id: li.dataset.id || '', text: li.innerText}; })()`, &e)
@@ -188,6 +194,10 @@ func TestPitConsoleBrowser(t *testing.T) {
 		`[document.querySelectorAll('#recall-table tbody tr').length, window.tableDisplay.state.coup && window.tableDisplay.state.coup.phase]`)
 	susp := consoleSend(t, pit, coup.ActionSuspend, map[string]string{"reason": "pit console: dispute at seat 2"}, "accepted")
 	pub.WaitFor("the public SUSPENDED banner", browsertest.Visible("banner-suspended"), `document.getElementById('table-state').textContent`)
+	pit.WaitFor("the supervisor's note on the pit's banner", `document.getElementById('suspend-reason').textContent === 'pit console: dispute at seat 2'`, `document.getElementById('suspend-reason').textContent`)
+	if got := pub.Text("#banner-suspended"); strings.Contains(got, "dispute") {
+		t.Errorf("the public banner shows the supervisor's note: %q", got)
+	}
 
 	// Void the newest finished coup of this shoe, as the recall shows it
 	// now the table is suspended (on a slow machine more than two coups

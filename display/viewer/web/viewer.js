@@ -59,22 +59,25 @@
     if (items.length === 0) ul.append(el('li', 'none', none));
   }
 
-  function road(id, cells, make) {
-    const box = $(id);
-    const frag = document.createDocumentFragment();
-    for (const c of cells || []) {
-      const e = make(c);
-      e.style.gridColumn = String(c.col + 1);
-      e.style.gridRow = String(c.row + 1);
-      frag.append(e);
-    }
-    box.replaceChildren(frag);
-    box.scrollLeft = box.scrollWidth; // the newest column in view
+  // localTime is the row's time in the browser's time zone, with its
+  // offset, to the microsecond as stored (Date keeps milliseconds only).
+  function localTime(s) {
+    const d = new Date(s.at);
+    if (isNaN(d.getTime())) return '\u2013';
+    const p = (n) => String(n).padStart(2, '0');
+    const off = -d.getTimezoneOffset();
+    const frac = String(s.time_us || '').split('.')[1] || '';
+    return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + ' ' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds()) +
+      (frac ? '.' + frac : '') + ' UTC' + (off >= 0 ? '+' : '\u2212') + p(Math.floor(Math.abs(off) / 60)) + ':' + p(Math.abs(off) % 60);
   }
 
   function show(s) {
     const v = s.view || {};
-    $('now-time').textContent = s.time;
+    $('now-time').textContent = s.time_us || s.time;
+    $('now-local').textContent = localTime(s);
+    $('now-dealer').textContent = v.dealer || 'none signed in';
+    $('btn-report').hidden = !s.shoe || !s.coup;
+    $('btn-report').href = url('report?coup=' + encodeURIComponent(s.shoe + '/' + s.coup));
     $('now-seq').textContent = String(s.seq);
     $('now-coup').textContent = s.shoe ? s.shoe + ' \u00b7 ' + s.coup : '\u2013';
     $('now-phase').textContent = String(v.phase || '').replace(/_/g, ' ').toUpperCase() || '\u2013';
@@ -107,12 +110,7 @@
     $('ev-note').hidden = !s.ev_note;
     $('ev-note').textContent = s.ev_note || '';
     const rd = s.roads || {};
-    const grid = rd.grid || {};
-    road('road-bead', rd.bead_plate, (c) => { const e = el('div', 'cell bead ' + c.result, { banker: 'B', player: 'P', tie: 'T' }[c.result]); e.dataset.coup = String(c.coup); return e; });
-    road('road-big', grid.big_road, (c) => { const e = el('div', 'cell big ' + c.result); const t = (c.ties || 0) + (c.leading_ties || 0); if (t) e.append(el('b', '', t)); e.dataset.coup = String(c.coup); return e; });
-    for (const [id, k] of [['road-bigeye', 'big_eye_boy'], ['road-small', 'small_road'], ['road-roach', 'cockroach_pig']]) {
-      road(id, grid[k], (c) => el('div', 'cell mk ' + c.colour));
-    }
+    window.tableRoads.draw({ bead: $('road-bead'), big: $('road-big'), bigeye: $('road-bigeye'), small: $('road-small'), roach: $('road-roach') }, rd);
     $('position').textContent = 'row ' + (s.i + 1) + ' of ' + tl.steps.length;
     document.body.dataset.step = String(s.i);
   }
