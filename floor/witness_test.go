@@ -283,10 +283,16 @@ func TestWitnessGuardsStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	// Each step deals a new table's rows and checkpoints, registered
+	// before the witness runs (the registry is read, not locked, by the
+	// witness's goroutines).
+	chains := map[int]*chain{}
+	for i := 1; i <= 3; i++ {
+		chains[i] = newChain(t, fmt.Sprintf("G-%d", i), 3)
+		chains[i].registry(f.reg)
+	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	// Each step deals a new table's rows and checkpoints (registered
-	// while the witness runs: the registry is read at each batch).
 	step := 0
 	witnessed := func(table string, n int64) bool {
 		var got int64
@@ -330,8 +336,7 @@ func TestWitnessGuardsStreams(t *testing.T) {
 		t.Helper()
 		step++
 		table := fmt.Sprintf("G-%d", step)
-		ch := newChain(t, table, 3)
-		ch.registry(f.reg)
+		ch := chains[step]
 		for _, r := range ch.rows {
 			if _, err := f.js.Publish(ctx, f.subj.root()+"."+table+".pit.events", rowPayload(r)); err != nil {
 				t.Fatalf("publish: %v", err)
