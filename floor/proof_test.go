@@ -397,14 +397,14 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// waitFor waits up to d (and while ctx lasts) for what ok says, through
+// the suite's one wait (internal/testenv).
 func waitFor(t *testing.T, ctx context.Context, d time.Duration, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("waited %s for %s", d, what)
-		}
-		time.Sleep(500 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := testenv.WaitFor(ctx, what, ok); err != nil {
+		t.Fatalf("waited %s: %v", d, err)
 	}
 }
 
