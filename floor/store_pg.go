@@ -231,6 +231,26 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 	if err != nil {
 		return nil, err
 	}
+	reads, err := s.readLines(ctx, tx, tables, byTable, held)
+	if err != nil {
+		return nil, err
+	}
+	// Judge, in memory, then write in one round trip.
+	writes, alerts := judge(tables, byTable, reads, reg, witness, now)
+	wr, resolveSilent := s.queueWrites(writes, alerts, now)
+	out, err := sendWrites(ctx, tx, wr, alerts, resolveSilent, witness, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("floor database: commit: %w", err)
+	}
+	return out, nil
+}
+
+// readLines reads, for each table of the batch, its line and what the
+// judging compares the batch with, in one round trip.
+func (s *PGStore) readLines(ctx context.Context, tx pgx.Tx, tables []string, byTable map[string][]item, held [][]heldRow) ([]tableRead, error) {
 	rd := &pgx.Batch{}
 	for i, t := range tables {
 		rd.Queue(s.sql(`SELECT contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM S.tables WHERE table_id = $1`), t)
@@ -264,80 +284,105 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 			SELECT n.seq, n.head_hash, n.signed_ns FROM unnest($3::bigint[]) AS q(hi),
 			LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns > q.hi ORDER BY signed_ns LIMIT 1) n`), t, nsLo, nsHi)
 	}
+	return scanLines(tx.SendBatch(ctx, rd), tables, held)
+}
+
+// scanLines reads the answers readLines queued, table by table.
+func scanLines(br pgx.BatchResults, tables []string, held [][]heldRow) ([]tableRead, error) {
 	reads := make([]tableRead, len(tables))
-	br := tx.SendBatch(ctx, rd)
 	for i := range tables {
 		reads[i] = newTableRead()
-		r := &reads[i]
-		r.held = held[i]
-		err := br.QueryRow().Scan(&r.st.contig, &r.st.max, &r.st.silent, &r.st.cpSeq, &r.st.cpSignedAt, &r.st.holeSince, &r.st.lastSeen, &r.st.resyncAsked)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
+		reads[i].held = held[i]
+		if err := scanLine(br, tables[i], &reads[i]); err != nil {
 			br.Close()
-			return nil, fmt.Errorf("floor database: table %s: %w", tables[i], err)
-		default:
-			r.st.known = true
-		}
-		rows, err := br.Query()
-		if err != nil {
-			br.Close()
-			return nil, fmt.Errorf("floor database: rows of %s: %w", tables[i], err)
-		}
-		for rows.Next() {
-			var seq int64
-			var prev, hash []byte
-			if err := rows.Scan(&seq, &prev, &hash); err != nil {
-				rows.Close()
-				br.Close()
-				return nil, fmt.Errorf("floor database: rows of %s: %w", tables[i], err)
-			}
-			r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
-		}
-		rows.Close()
-		for q := 0; q < 3; q++ {
-			rows, err := br.Query()
-			if err != nil {
-				br.Close()
-				return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
-			}
-			for q == 1 && rows.Next() {
-				var seq int64
-				if err := rows.Scan(&seq); err != nil {
-					rows.Close()
-					br.Close()
-					return nil, fmt.Errorf("floor database: forks of %s: %w", tables[i], err)
-				}
-				r.forkAt[seq] = true
-			}
-			for rows.Next() {
-				var c cpRef
-				var head []byte
-				if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
-					rows.Close()
-					br.Close()
-					return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
-				}
-				c.head = toHash(head)
-				if q == 0 {
-					r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
-				} else {
-					r.cpsAside = append(r.cpsAside, c)
-				}
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				br.Close()
-				return nil, fmt.Errorf("floor database: checkpoints of %s: %w", tables[i], err)
-			}
+			return nil, err
 		}
 	}
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("floor database: read: %w", err)
 	}
+	return reads, nil
+}
 
-	// Judge, in memory, then write in one round trip.
-	writes, alerts := judge(tables, byTable, reads, reg, witness, now)
+// scanLine reads one table's answers: its line, the rows, then the
+// checkpoints at the batch's seqs, the forks, and the checkpoints aside.
+func scanLine(br pgx.BatchResults, table string, r *tableRead) error {
+	err := br.QueryRow().Scan(&r.st.contig, &r.st.max, &r.st.silent, &r.st.cpSeq, &r.st.cpSignedAt, &r.st.holeSince, &r.st.lastSeen, &r.st.resyncAsked)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("floor database: table %s: %w", table, err)
+	default:
+		r.st.known = true
+	}
+	if err := scanNeighbours(br, table, r); err != nil {
+		return err
+	}
+	for q := 0; q < 3; q++ {
+		if err := scanCheckpoints(br, table, q, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanNeighbours reads the witnessed rows around the batch's.
+func scanNeighbours(br pgx.BatchResults, table string, r *tableRead) error {
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("floor database: rows of %s: %w", table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var prev, hash []byte
+		if err := rows.Scan(&seq, &prev, &hash); err != nil {
+			return fmt.Errorf("floor database: rows of %s: %w", table, err)
+		}
+		r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
+	}
+	return rows.Err()
+}
+
+// scanCheckpoints reads answer q of a table's three after its rows: the
+// checkpoints at the batch's seqs (0), the forks (1), the checkpoints
+// signed around the batch's (2).
+func scanCheckpoints(br pgx.BatchResults, table string, q int, r *tableRead) error {
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("floor database: checkpoints of %s: %w", table, err)
+	}
+	defer rows.Close()
+	for q == 1 && rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return fmt.Errorf("floor database: forks of %s: %w", table, err)
+		}
+		r.forkAt[seq] = true
+	}
+	for rows.Next() {
+		var c cpRef
+		var head []byte
+		if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
+			return fmt.Errorf("floor database: checkpoints of %s: %w", table, err)
+		}
+		c.head = toHash(head)
+		if q == 0 {
+			r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
+		} else {
+			r.cpsAside = append(r.cpsAside, c)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("floor database: checkpoints of %s: %w", table, err)
+	}
+	return nil
+}
+
+// queueWrites queues the judged writes and the alerts to store; it
+// returns the batch and the tables whose silence to resolve.
+func (s *PGStore) queueWrites(writes []tableWrite, alerts []Alert, now time.Time) (*pgx.Batch, []string) {
 	wr := &pgx.Batch{}
 	var resolveSilent []string
 	for _, w := range writes {
@@ -391,7 +436,6 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 	}
 	// Alerts: stored once (the key makes a second witness's copy of the
 	// same alert a no-op), published by whoever stored it.
-	nAlerts := len(alerts)
 	for _, a := range alerts {
 		wr.Queue(s.sql(`INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at, resolved_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)
 			ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`), a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, a.At, a.overAt())
@@ -399,6 +443,13 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 	for _, t := range resolveSilent {
 		wr.Queue(s.sql(`UPDATE S.alerts SET resolved_at = $2 WHERE table_id = $1 AND kind = 'silent' AND resolved_at IS NULL RETURNING id, seq, message`), t, now)
 	}
+	return wr, resolveSilent
+}
+
+// sendWrites sends the writes in one round trip and reads back the alerts
+// stored (a second witness's copy of one stores nothing) and resolved.
+func sendWrites(ctx context.Context, tx pgx.Tx, wr *pgx.Batch, alerts []Alert, resolveSilent []string, witness string, now time.Time) ([]Alert, error) {
+	nAlerts := len(alerts)
 	bw := tx.SendBatch(ctx, wr)
 	for k := 0; k < wr.Len()-nAlerts-len(resolveSilent); k++ {
 		if _, err := bw.Exec(); err != nil {
@@ -440,9 +491,6 @@ func (s *PGStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 	}
 	if err := bw.Close(); err != nil {
 		return nil, fmt.Errorf("floor database: write: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("floor database: commit: %w", err)
 	}
 	return out, nil
 }

@@ -236,90 +236,8 @@ func (s *SQLiteStore) apply(ctx context.Context, items []item, reg *Registry, wi
 	reads := make([]tableRead, len(tables))
 	for i, t := range tables {
 		reads[i] = newTableRead()
-		r := &reads[i]
-		var cpAt, hole, seen, asked sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM tables WHERE table_id = ?`, t).
-			Scan(&r.st.contig, &r.st.max, &r.st.silent, &r.st.cpSeq, &cpAt, &hole, &seen, &asked)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return nil, fmt.Errorf("floor database: table %s: %w", t, err)
-		default:
-			r.st.known = true
-			r.st.cpSignedAt, r.st.holeSince, r.st.lastSeen, r.st.resyncAsked = fromNS(cpAt), fromNS(hole), fromNS(seen), fromNS(asked)
-		}
-		err = query(ctx, tx, func(rows *sql.Rows) error {
-			h := heldRow{row: &Row{Table: t}}
-			var prev, hash []byte
-			var since, at int64
-			if err := rows.Scan(&h.row.Seq, &h.row.At, &h.row.Kind, &h.row.Shoe, &h.row.Coup, &h.row.Body, &prev, &hash, &since, &at, &h.src); err != nil {
-				return err
-			}
-			h.row.PrevHash, h.row.Hash, h.since = toHash(prev), toHash(hash), time.Unix(0, since).UTC()
-			if at != 0 {
-				h.at = time.Unix(0, at).UTC()
-			}
-			r.held = append(r.held, h)
-			return nil
-		}, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source FROM pending WHERE table_id = ?`, t)
-		if err != nil {
-			return nil, fmt.Errorf("floor database: pending rows of %s: %w", t, err)
-		}
-		seqs, cpSeqs, cpNs := readSeqs(byTable[t], r.held)
-		err = query(ctx, tx, func(rows *sql.Rows) error {
-			var seq int64
-			var prev, hash []byte
-			if err := rows.Scan(&seq, &prev, &hash); err != nil {
-				return err
-			}
-			r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
-			return nil
-		}, `SELECT seq, prev_hash, hash FROM rows WHERE table_id = ? AND seq IN (SELECT value FROM json_each(?))`, t, jsonInts(seqs))
-		if err != nil {
-			return nil, fmt.Errorf("floor database: rows of %s: %w", t, err)
-		}
-		err = query(ctx, tx, func(rows *sql.Rows) error {
-			var c cpRef
-			var head []byte
-			if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
-				return err
-			}
-			c.head = toHash(head)
-			r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
-			return nil
-		}, `SELECT seq, head_hash, signed_ns FROM checkpoints WHERE table_id = ? AND verified AND seq IN (SELECT value FROM json_each(?))`, t, jsonInts(cpSeqs))
-		if err != nil {
-			return nil, fmt.Errorf("floor database: checkpoints of %s: %w", t, err)
-		}
-		err = query(ctx, tx, func(rows *sql.Rows) error {
-			var seq int64
-			if err := rows.Scan(&seq); err != nil {
-				return err
-			}
-			r.forkAt[seq] = true
-			return nil
-		}, `SELECT DISTINCT seq FROM forks WHERE table_id = ? AND seq IN (SELECT value FROM json_each(?))`, t, jsonInts(seqs))
-		if err != nil {
-			return nil, fmt.Errorf("floor database: forks of %s: %w", t, err)
-		}
-		// The checkpoints signed just before and just after each of the
-		// batch's.
-		err = query(ctx, tx, func(rows *sql.Rows) error {
-			var c cpRef
-			var head []byte
-			if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
-				return err
-			}
-			c.head = toHash(head)
-			r.cpsAside = append(r.cpsAside, c)
-			return nil
-		}, `SELECT c.seq, c.head_hash, c.signed_ns FROM json_each(?2) t, checkpoints c
-			WHERE c.table_id = ?1 AND c.verified AND c.signed_ns = (SELECT max(signed_ns) FROM checkpoints p WHERE p.table_id = ?1 AND p.verified AND p.signed_ns < t.value)
-			UNION
-			SELECT c.seq, c.head_hash, c.signed_ns FROM json_each(?2) t, checkpoints c
-			WHERE c.table_id = ?1 AND c.verified AND c.signed_ns = (SELECT min(signed_ns) FROM checkpoints n WHERE n.table_id = ?1 AND n.verified AND n.signed_ns > t.value)`, t, jsonInts(cpNs))
-		if err != nil {
-			return nil, fmt.Errorf("floor database: checkpoints of %s: %w", t, err)
+		if err := readLine(ctx, tx, t, byTable[t], &reads[i]); err != nil {
+			return nil, err
 		}
 	}
 
@@ -331,61 +249,11 @@ func (s *SQLiteStore) apply(ctx context.Context, items []item, reg *Registry, wi
 	defer insRow.Close()
 	var out []Alert
 	for _, w := range writes {
-		t := w.table
-		for _, row := range w.ins {
-			if _, err := insRow.ExecContext(ctx, t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], now.UnixNano()); err != nil {
-				return nil, fmt.Errorf("floor database: row %d of %s: %w", row.Seq, t, err)
-			}
-		}
-		for _, row := range w.forks {
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO forks (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-				t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], now.UnixNano()); err != nil {
-				return nil, fmt.Errorf("floor database: fork %d of %s: %w", row.Seq, t, err)
-			}
-		}
-		for k, c := range w.insCP {
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO checkpoints (table_id, seq, head_hash, signed_at, signed_ns, key_id, signature, verified, witnessed_at) VALUES (?,?,?,?,?,?,?,?,?)`,
-				t, c.Seq, c.HeadHash[:], c.SignedAt.UTC().Format(time.RFC3339Nano), c.SignedAt.UnixNano(), c.KeyID, c.Signature, w.verified[k], now.UnixNano()); err != nil {
-				return nil, fmt.Errorf("floor database: checkpoint %d of %s: %w", c.Seq, t, err)
-			}
-		}
-		if err := sqliteHold(ctx, tx, w, now); err != nil {
+		resolved, err := writeTable(ctx, tx, insRow, w, witness, now)
+		if err != nil {
 			return nil, err
 		}
-		if w.noLine {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES (?1,?2,?3,?4,?5,0,?6,?7)
-			ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq, last_seen = max(coalesce(tables.last_seen, excluded.last_seen), excluded.last_seen),
-			hole_since = excluded.hole_since, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at,
-			silent = tables.silent AND coalesce(excluded.last_seen <= tables.last_seen, 0)`,
-			t, w.contig, w.maxSeq, w.seenAt.UnixNano(), ns(w.holeSince), w.cpSeq, ns(w.cpSignedAt)); err != nil {
-			return nil, fmt.Errorf("floor database: table %s: %w", t, err)
-		}
-		if w.rescan {
-			// A hole was filled below rows witnessed earlier: walk up to the
-			// next hole.
-			if _, err := tx.ExecContext(ctx, `UPDATE tables SET contig = coalesce((SELECT min(r.seq) FROM rows r WHERE r.table_id = ?1 AND r.seq >= ?2
-				AND NOT EXISTS (SELECT 1 FROM rows n WHERE n.table_id = ?1 AND n.seq = r.seq + 1)), contig),
-				hole_since = CASE WHEN max_seq <= coalesce((SELECT min(r.seq) FROM rows r WHERE r.table_id = ?1 AND r.seq >= ?2
-				AND NOT EXISTS (SELECT 1 FROM rows n WHERE n.table_id = ?1 AND n.seq = r.seq + 1)), contig) THEN NULL ELSE hole_since END
-				WHERE table_id = ?1`, t, w.contig); err != nil {
-				return nil, fmt.Errorf("floor database: table %s: %w", t, err)
-			}
-		}
-		if w.resolveSilent {
-			err := query(ctx, tx, func(rows *sql.Rows) error {
-				a := Alert{State: "resolved", Table: t, Kind: AlertSilent, Witness: witness, At: now}
-				if err := rows.Scan(&a.ID, &a.Seq, &a.Message); err != nil {
-					return err
-				}
-				out = append(out, a)
-				return nil
-			}, `UPDATE alerts SET resolved_at = ? WHERE table_id = ? AND kind = 'silent' AND resolved_at IS NULL RETURNING id, seq, message`, now.UnixNano(), t)
-			if err != nil {
-				return nil, fmt.Errorf("floor database: resolve: %w", err)
-			}
-		}
+		out = append(out, resolved...)
 	}
 	// Alerts: stored once, published by whoever stored it.
 	var raised []Alert
@@ -402,6 +270,160 @@ func (s *SQLiteStore) apply(ctx context.Context, items []item, reg *Registry, wi
 		return nil, fmt.Errorf("floor database: commit: %w", err)
 	}
 	return append(raised, out...), nil
+}
+
+// readLine reads table t's line and what the judging compares the batch's
+// items with: the rows it holds pending, the witnessed rows and
+// checkpoints at the batch's seqs, the forks, and the checkpoints signed
+// just before and after the batch's.
+func readLine(ctx context.Context, tx *sql.Tx, t string, items []item, r *tableRead) error {
+	var cpAt, hole, seen, asked sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM tables WHERE table_id = ?`, t).
+		Scan(&r.st.contig, &r.st.max, &r.st.silent, &r.st.cpSeq, &cpAt, &hole, &seen, &asked)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("floor database: table %s: %w", t, err)
+	default:
+		r.st.known = true
+		r.st.cpSignedAt, r.st.holeSince, r.st.lastSeen, r.st.resyncAsked = fromNS(cpAt), fromNS(hole), fromNS(seen), fromNS(asked)
+	}
+	err = query(ctx, tx, func(rows *sql.Rows) error {
+		h := heldRow{row: &Row{Table: t}}
+		var prev, hash []byte
+		var since, at int64
+		if err := rows.Scan(&h.row.Seq, &h.row.At, &h.row.Kind, &h.row.Shoe, &h.row.Coup, &h.row.Body, &prev, &hash, &since, &at, &h.src); err != nil {
+			return err
+		}
+		h.row.PrevHash, h.row.Hash, h.since = toHash(prev), toHash(hash), time.Unix(0, since).UTC()
+		if at != 0 {
+			h.at = time.Unix(0, at).UTC()
+		}
+		r.held = append(r.held, h)
+		return nil
+	}, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source FROM pending WHERE table_id = ?`, t)
+	if err != nil {
+		return fmt.Errorf("floor database: pending rows of %s: %w", t, err)
+	}
+	seqs, cpSeqs, cpNs := readSeqs(items, r.held)
+	err = query(ctx, tx, func(rows *sql.Rows) error {
+		var seq int64
+		var prev, hash []byte
+		if err := rows.Scan(&seq, &prev, &hash); err != nil {
+			return err
+		}
+		r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
+		return nil
+	}, `SELECT seq, prev_hash, hash FROM rows WHERE table_id = ? AND seq IN (SELECT value FROM json_each(?))`, t, jsonInts(seqs))
+	if err != nil {
+		return fmt.Errorf("floor database: rows of %s: %w", t, err)
+	}
+	err = query(ctx, tx, func(rows *sql.Rows) error {
+		var c cpRef
+		var head []byte
+		if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
+			return err
+		}
+		c.head = toHash(head)
+		r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
+		return nil
+	}, `SELECT seq, head_hash, signed_ns FROM checkpoints WHERE table_id = ? AND verified AND seq IN (SELECT value FROM json_each(?))`, t, jsonInts(cpSeqs))
+	if err != nil {
+		return fmt.Errorf("floor database: checkpoints of %s: %w", t, err)
+	}
+	err = query(ctx, tx, func(rows *sql.Rows) error {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return err
+		}
+		r.forkAt[seq] = true
+		return nil
+	}, `SELECT DISTINCT seq FROM forks WHERE table_id = ? AND seq IN (SELECT value FROM json_each(?))`, t, jsonInts(seqs))
+	if err != nil {
+		return fmt.Errorf("floor database: forks of %s: %w", t, err)
+	}
+	// The checkpoints signed just before and just after each of the
+	// batch's.
+	err = query(ctx, tx, func(rows *sql.Rows) error {
+		var c cpRef
+		var head []byte
+		if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
+			return err
+		}
+		c.head = toHash(head)
+		r.cpsAside = append(r.cpsAside, c)
+		return nil
+	}, `SELECT c.seq, c.head_hash, c.signed_ns FROM json_each(?2) t, checkpoints c
+		WHERE c.table_id = ?1 AND c.verified AND c.signed_ns = (SELECT max(signed_ns) FROM checkpoints p WHERE p.table_id = ?1 AND p.verified AND p.signed_ns < t.value)
+		UNION
+		SELECT c.seq, c.head_hash, c.signed_ns FROM json_each(?2) t, checkpoints c
+		WHERE c.table_id = ?1 AND c.verified AND c.signed_ns = (SELECT min(signed_ns) FROM checkpoints n WHERE n.table_id = ?1 AND n.verified AND n.signed_ns > t.value)`, t, jsonInts(cpNs))
+	if err != nil {
+		return fmt.Errorf("floor database: checkpoints of %s: %w", t, err)
+	}
+	return nil
+}
+
+// writeTable writes one table's judged rows, forks, checkpoints, held
+// rows and line, and resolves its silence when the judging says so.
+func writeTable(ctx context.Context, tx *sql.Tx, insRow *sql.Stmt, w tableWrite, witness string, now time.Time) ([]Alert, error) {
+	t := w.table
+	var out []Alert
+	for _, row := range w.ins {
+		if _, err := insRow.ExecContext(ctx, t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], now.UnixNano()); err != nil {
+			return nil, fmt.Errorf("floor database: row %d of %s: %w", row.Seq, t, err)
+		}
+	}
+	for _, row := range w.forks {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO forks (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+			t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], now.UnixNano()); err != nil {
+			return nil, fmt.Errorf("floor database: fork %d of %s: %w", row.Seq, t, err)
+		}
+	}
+	for k, c := range w.insCP {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO checkpoints (table_id, seq, head_hash, signed_at, signed_ns, key_id, signature, verified, witnessed_at) VALUES (?,?,?,?,?,?,?,?,?)`,
+			t, c.Seq, c.HeadHash[:], c.SignedAt.UTC().Format(time.RFC3339Nano), c.SignedAt.UnixNano(), c.KeyID, c.Signature, w.verified[k], now.UnixNano()); err != nil {
+			return nil, fmt.Errorf("floor database: checkpoint %d of %s: %w", c.Seq, t, err)
+		}
+	}
+	if err := sqliteHold(ctx, tx, w, now); err != nil {
+		return nil, err
+	}
+	if w.noLine {
+		return out, nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES (?1,?2,?3,?4,?5,0,?6,?7)
+		ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq, last_seen = max(coalesce(tables.last_seen, excluded.last_seen), excluded.last_seen),
+		hole_since = excluded.hole_since, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at,
+		silent = tables.silent AND coalesce(excluded.last_seen <= tables.last_seen, 0)`,
+		t, w.contig, w.maxSeq, w.seenAt.UnixNano(), ns(w.holeSince), w.cpSeq, ns(w.cpSignedAt)); err != nil {
+		return nil, fmt.Errorf("floor database: table %s: %w", t, err)
+	}
+	if w.rescan {
+		// A hole was filled below rows witnessed earlier: walk up to the
+		// next hole.
+		if _, err := tx.ExecContext(ctx, `UPDATE tables SET contig = coalesce((SELECT min(r.seq) FROM rows r WHERE r.table_id = ?1 AND r.seq >= ?2
+			AND NOT EXISTS (SELECT 1 FROM rows n WHERE n.table_id = ?1 AND n.seq = r.seq + 1)), contig),
+			hole_since = CASE WHEN max_seq <= coalesce((SELECT min(r.seq) FROM rows r WHERE r.table_id = ?1 AND r.seq >= ?2
+			AND NOT EXISTS (SELECT 1 FROM rows n WHERE n.table_id = ?1 AND n.seq = r.seq + 1)), contig) THEN NULL ELSE hole_since END
+			WHERE table_id = ?1`, t, w.contig); err != nil {
+			return nil, fmt.Errorf("floor database: table %s: %w", t, err)
+		}
+	}
+	if w.resolveSilent {
+		err := query(ctx, tx, func(rows *sql.Rows) error {
+			a := Alert{State: "resolved", Table: t, Kind: AlertSilent, Witness: witness, At: now}
+			if err := rows.Scan(&a.ID, &a.Seq, &a.Message); err != nil {
+				return err
+			}
+			out = append(out, a)
+			return nil
+		}, `UPDATE alerts SET resolved_at = ? WHERE table_id = ? AND kind = 'silent' AND resolved_at IS NULL RETURNING id, seq, message`, now.UnixNano(), t)
+		if err != nil {
+			return nil, fmt.Errorf("floor database: resolve: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // querier is a database or a transaction.
