@@ -298,10 +298,9 @@ func (e *engine) viewMessages(force bool) []Message {
 	if e.auditFail != "" {
 		// The public reads a reason of the fixed list; what failed is the
 		// pit's (pit/alerts).
+		// Tampered or failing alike: which it is (rows another program
+		// wrote) is for the pit and surveillance, not the public screen.
 		st.Audit, st.Suspended, st.SuspendReason = "failing", true, coup.ReasonSystemCheck
-		if e.tampered {
-			st.Audit = "tampered"
-		}
 	}
 	put(TopicStatus, st)
 	put(TopicPublicCoup, pub)

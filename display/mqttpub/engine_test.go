@@ -290,7 +290,7 @@ func TestAdvantageAlert(t *testing.T) {
 
 // TestAuditAlerts: a trail that cannot be written raises audit_write_failed
 // and status says failing; rows the controller did not write raise
-// trail_tampered instead, and status says tampered.
+// trail_tampered instead; the public status says only failing.
 func TestAuditAlerts(t *testing.T) {
 	at := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -301,7 +301,7 @@ func TestAuditAlerts(t *testing.T) {
 		reason   string
 	}{
 		{"disk full", false, coup.AlertAuditFailed, "failing", coup.ReasonSystemCheck},
-		{"foreign rows", true, coup.AlertTrailTampered, "tampered", coup.ReasonSystemCheck},
+		{"foreign rows", true, coup.AlertTrailTampered, "failing", coup.ReasonSystemCheck}, // tampered is the pit's word
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := newEngine(Topics{Prefix: "p"}, tableID, "v1", "online", vipConfig(t), quiet())

@@ -28,7 +28,9 @@ type Status struct {
 	SuspendReason string `json:"suspend_reason,omitempty"`
 	ShoeDriver    string `json:"shoe_driver,omitempty"`
 	ShoeLink      string `json:"shoe_link,omitempty"`
-	// Audit is "ok", or "failing" while the trail cannot be written.
+	// Audit is "ok", or "failing" while the trail cannot be written or
+	// holds rows the controller did not write (which of the two is on
+	// pit/alerts: status is public).
 	Audit string `json:"audit,omitempty"`
 }
 
