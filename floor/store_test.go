@@ -672,3 +672,58 @@ func TestSeqRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestResyncBacksOff: on each store, a hole that stays open is asked for
+// again after ResyncEvery, then after twice that, four times, ...; the
+// exact hole each time (from, to), never the rows after it.
+func TestResyncBacksOff(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		w, clk, reg, c := scanWitness(t, s, "BAC-13", 40, nil)
+		type ask struct {
+			at       time.Duration
+			from, to int64
+		}
+		var asks []ask
+		var now time.Duration
+		w.askedResync = func(table string, from, to int64) { asks = append(asks, ask{now, from, to}) }
+		if _, err := s.apply(ctx, c.sign(append(rowItems(c.rows[:10]), rowItems(c.rows[19:30])...)), reg, "w", t0); err != nil {
+			t.Fatal(err)
+		}
+		every := w.cfg.ResyncEvery
+		for now = 0; now <= 40*every; now += time.Second {
+			clk.Set(t0.Add(now))
+			w.setCaughtUp()
+			if err := w.Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The first ask once the gap's grace is over, then ResyncEvery,
+		// twice, four, eight and sixteen times it, and sixteen times on.
+		grace := w.cfg.GapGrace
+		want := []time.Duration{grace}
+		for k, at := 0, grace; ; k++ {
+			at += every << min(k, maxResyncDoublings)
+			if at > 40*every {
+				break
+			}
+			want = append(want, at)
+		}
+		var got []time.Duration
+		for _, a := range asks {
+			if a.from != 11 || a.to != 19 {
+				t.Fatalf("asked for rows %d to %d, want the hole, 11 to 19", a.from, a.to)
+			}
+			got = append(got, a.at)
+		}
+		// A scan sees whole seconds: each ask within a second of its time.
+		if len(got) != len(want) {
+			t.Fatalf("asked at %v, want %v", got, want)
+		}
+		for i := range got {
+			if d := got[i] - want[i]; d < 0 || d > time.Second {
+				t.Fatalf("asked at %v, want %v", got, want)
+			}
+		}
+	})
+}

@@ -152,7 +152,14 @@ type Witness struct {
 	// stream: only then is a table's silence up to now the table's, not
 	// the floor's backlog.
 	caughtUp time.Time
-	shoes    *shoeWatch // nil: off
+	// resyncTries is, per table, the hole this witness last asked for and
+	// how often: a repeat for the same hole waits twice as long each time
+	// (resyncWait), so a table is not asked again and again for rows on
+	// their way.
+	resyncTries map[string]resyncTry
+	// askedResync hears each resync asked for (a seam for tests).
+	askedResync func(table string, from, to int64)
+	shoes       *shoeWatch // nil: off
 	// dropped counts the messages dropped before judging, by reason.
 	dropped map[string]*dropCount
 }
@@ -861,8 +868,8 @@ func (w *Witness) Scan(ctx context.Context) error {
 	var alerts []Alert
 	for _, l := range lines {
 		switch {
-		case l.contig < l.max && l.hole != nil && now.Sub(*l.hole) >= w.cfg.GapGrace && (l.asked == nil || now.Sub(*l.asked) >= w.cfg.ResyncEvery):
-			from, upTo, ok, err := s.claimResync(ctx, l.table, now, now.Add(-w.cfg.ResyncEvery))
+		case l.contig < l.max && l.hole != nil && now.Sub(*l.hole) >= w.cfg.GapGrace && (l.asked == nil || now.Sub(*l.asked) >= w.resyncWait(l.table, l.contig+1)):
+			from, upTo, ok, err := s.claimResync(ctx, l.table, now, now.Add(-w.resyncWait(l.table, l.contig+1)))
 			if err != nil {
 				return err
 			}
@@ -875,6 +882,7 @@ func (w *Witness) Scan(ctx context.Context) error {
 				return err
 			}
 			alerts = append(alerts, a...)
+			w.noteResync(l.table, l.contig+1)
 			w.resync(l.table, from, upTo-1)
 		case l.contig >= l.max:
 			// Gaps filled: resolve them.
@@ -927,6 +935,9 @@ func (w *Witness) resolve(ctx context.Context, table string, kind AlertKind, now
 // from seq from to seq to: the hole, not the rows after it, which the
 // witness holds.
 func (w *Witness) resync(table string, from, to int64) {
+	if w.askedResync != nil {
+		w.askedResync(table, from, to)
+	}
 	if w.cfg.Key == nil {
 		return
 	}
@@ -949,4 +960,42 @@ func (w *Witness) resync(table string, from, to int64) {
 	w.mu.Lock()
 	w.stats.Resyncs++
 	w.mu.Unlock()
+}
+
+// resyncTry is a hole asked for: where it starts, and how often.
+type resyncTry struct {
+	from  int64
+	tries int
+}
+
+// maxResyncDoublings caps the backoff: ResyncEvery times 16 (4 minutes by
+// default) between asks for one hole.
+const maxResyncDoublings = 4
+
+// resyncWait is how long after the last ask to ask table again for the
+// hole from: ResyncEvery after the first ask, doubled after each further
+// ask for the same hole; a new hole starts again from ResyncEvery.
+func (w *Witness) resyncWait(table string, from int64) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.resyncTries[table]
+	if !ok || t.from != from || t.tries < 1 {
+		return w.cfg.ResyncEvery
+	}
+	return w.cfg.ResyncEvery << min(t.tries-1, maxResyncDoublings)
+}
+
+// noteResync counts an ask for table's hole from.
+func (w *Witness) noteResync(table string, from int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.resyncTries == nil {
+		w.resyncTries = map[string]resyncTry{}
+	}
+	t := w.resyncTries[table]
+	if t.from != from {
+		t = resyncTry{from: from}
+	}
+	t.tries++
+	w.resyncTries[table] = t
 }
