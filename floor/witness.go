@@ -504,11 +504,13 @@ func (w *Witness) once(ctx context.Context, fb fetched) error {
 	if len(msgs) == 0 {
 		// A pinned consumer gives a witness standing by nothing while the
 		// pinned one works through a backlog: caught up only when the
-		// stream has nothing left to deliver.
+		// stream has nothing left to deliver and no witness holds a
+		// batch it has not acknowledged (rows in another witness's hands
+		// are not a table's silence).
 		_, cons := w.consumer()
 		if !w.isPinned() {
 			w.setCaughtUp()
-		} else if info, err := cons.Info(ctx); err == nil && info.NumPending == 0 {
+		} else if info, err := cons.Info(ctx); err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
 			w.setCaughtUp()
 		}
 		return nil
