@@ -71,27 +71,7 @@ func TestBridgeOversized(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile("../deploy/mosquitto/bridge.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bridge, err := natsserver.Bridge(string(text), "BAC-07", []string{cluster.Nodes[0].MQTTAddr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, _ := freeport.Loopback()
-	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
-	os.WriteFile(conf, fmt.Appendf(nil, "listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\nlog_type all\nmax_packet_size %s\n%s", port, limit, bridge), 0o644)
-	mq, err := mosquitto.Start(conf, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mq.Kill()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Mosquitto:\n%s", logtail.Lines(mq.Log(), 40))
-		}
-	})
+	port, _ := startBridgedBox(t, []string{cluster.Nodes[0].MQTTAddr()}, "max_packet_size "+limit+"\n")
 	connect := func(id string) paho.Client {
 		cl := paho.NewClient(paho.NewClientOptions().AddBroker(fmt.Sprintf("tcp://127.0.0.1:%d", port)).SetClientID(id).SetAutoReconnect(false))
 		if tok := cl.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
@@ -155,4 +135,34 @@ func rowsIn(ctx context.Context, stream jetstream.Stream, want int) int {
 		}
 	}
 	return len(seen)
+}
+
+// startBridgedBox starts a table box's Mosquitto on a loopback port with
+// deploy/mosquitto/bridge.conf bridging BAC-07 to the floor at addrs, and
+// the extra settings; it returns the port and the process. Its log is
+// shown if the test fails.
+func startBridgedBox(t *testing.T, addrs []string, extra string) (int, *mosquitto.Process) {
+	t.Helper()
+	text, err := os.ReadFile("../deploy/mosquitto/bridge.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridge, err := natsserver.Bridge(string(text), "BAC-07", addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := freeport.Loopback()
+	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
+	os.WriteFile(conf, fmt.Appendf(nil, "listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\nlog_type all\n%s%s", port, extra, bridge), 0o644)
+	mq, err := mosquitto.Start(conf, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Mosquitto:\n%s", logtail.Lines(mq.Log(), 60))
+		}
+		mq.Kill()
+	})
+	return port, mq
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,10 +15,6 @@ import (
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/floorsim"
 	"github.com/tablectl/tablectl/internal/floortest"
-	"github.com/tablectl/tablectl/internal/freeport"
-	"github.com/tablectl/tablectl/internal/logtail"
-	"github.com/tablectl/tablectl/internal/mosquitto"
-	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
 
@@ -54,27 +48,7 @@ func TestBridgeQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	text, err := os.ReadFile("../deploy/mosquitto/bridge.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bridge, err := natsserver.Bridge(string(text), "BAC-07", []string{proxy.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, _ := freeport.Loopback()
-	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
-	os.WriteFile(conf, fmt.Appendf(nil, "listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\nlog_type all\nmax_queued_messages 200000\nmax_inflight_messages 100\n%s", port, bridge), 0o644)
-	mq, err := mosquitto.Start(conf, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mq.Kill()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Mosquitto:\n%s", logtail.Lines(mq.Log(), 60))
-		}
-	})
+	port, mq := startBridgedBox(t, []string{proxy.Addr()}, "max_queued_messages 200000\nmax_inflight_messages 100\n")
 	cl := paho.NewClient(paho.NewClientOptions().AddBroker(fmt.Sprintf("tcp://127.0.0.1:%d", port)).SetClientID("tablectl-BAC-07"))
 	if tok := cl.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatal("connect:", tok.Error())
