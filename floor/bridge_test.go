@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,6 +55,7 @@ func TestBridgeQueue(t *testing.T) {
 		t.Fatal("connect:", tok.Error())
 	}
 	defer cl.Disconnect(100)
+	bridgeState := watchBridge(t, cl, "tablectl/BAC-07/bridge/state")
 	seq := 0
 	publish := func(n int) {
 		t.Helper()
@@ -119,9 +121,11 @@ func TestBridgeQueue(t *testing.T) {
 	}
 	// Cut: the rows queue in Mosquitto, and all of them arrive once mended.
 	proxy.SetCut(true)
-	time.Sleep(2 * time.Second)
+	bridgeState.wait(t, "0") // the bridge knows it is down: nothing more passes
 	before := stored()
 	publish(500)
+	// Nothing may arrive while cut: the wait is the test (no message can
+	// mark the end of what never comes).
 	time.Sleep(3 * time.Second)
 	if n := stored(); n != before {
 		t.Fatalf("with the link cut, the stream grew from %d to %d messages", before, n)
@@ -133,7 +137,7 @@ func TestBridgeQueue(t *testing.T) {
 	// Cut again; the node the bridge comes back to is killed and started
 	// again, and the link mended as soon as the node listens.
 	proxy.SetCut(true)
-	time.Sleep(2 * time.Second)
+	bridgeState.wait(t, "0")
 	publish(500)
 	cluster.Kill(0)
 	if err := cluster.Restart(ctx, 0); err != nil {
@@ -157,4 +161,35 @@ func grepLines(s, sub string, n int) string {
 		out = out[len(out)-n:]
 	}
 	return strings.Join(out, "\n")
+}
+
+// bridgeWatch follows a bridge's state as Mosquitto announces it on its
+// notification topic ("1" up, "0" down).
+type bridgeWatch struct {
+	mu    sync.Mutex
+	state string
+}
+
+func watchBridge(t *testing.T, cl paho.Client, topic string) *bridgeWatch {
+	t.Helper()
+	w := &bridgeWatch{}
+	tok := cl.Subscribe(topic, 1, func(_ paho.Client, m paho.Message) {
+		w.mu.Lock()
+		w.state = string(m.Payload())
+		w.mu.Unlock()
+	})
+	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatal("subscribe:", tok.Error())
+	}
+	return w
+}
+
+// wait waits until the bridge's announced state is state.
+func (w *bridgeWatch) wait(t *testing.T, state string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "the bridge's state "+state, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.state == state
+	})
 }
