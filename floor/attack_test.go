@@ -136,7 +136,7 @@ func TestFloorAttacks(t *testing.T) {
 		}
 	}
 	violations := make(chan error, 64)
-	nc3, err := nats.Connect(url, nats.UserInfo(l3.User, l3.Password), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	nc3, err := nats.Connect(url, nats.UserInfo(l3.User, l3.Password), nats.Timeout(floor.ConnectTimeout), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		select {
 		case violations <- err:
 		default:
@@ -204,7 +204,7 @@ func TestFloorAttacks(t *testing.T) {
 	}
 	// A witness's login: no deleting.
 	wl := f.WitnessLogin(0)
-	ncw, err := nats.Connect(url, nats.UserInfo(wl.User, wl.Password))
+	ncw, err := nats.Connect(url, nats.UserInfo(wl.User, wl.Password), nats.Timeout(floor.ConnectTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -47,7 +48,10 @@ func AuthConfig(l Logins, subj Subjects, stream, statusStream, consumer string) 
 	b.WriteString("# The floor's logins (tablectl-floor init; docs/floor.md). No anonymous client.\n")
 	b.WriteString("authorization {\n  users = [\n")
 	user := func(login NATSLogin, pub, sub []string) error {
-		h, err := bcrypt.GenerateFromPassword([]byte(login.Password), 11)
+		if len(login.Password) < MinPasswordLen {
+			return fmt.Errorf("login %s: a password of %d characters: want a random one of %d or more (tablectl-floor init makes them)", login.User, len(login.Password), MinPasswordLen)
+		}
+		h, err := bcrypt.GenerateFromPassword([]byte(login.Password), bcryptCost)
 		if err != nil {
 			return fmt.Errorf("login %s: %w", login.User, err)
 		}
@@ -103,3 +107,22 @@ func list(s []string) string {
 	}
 	return "[" + strings.Join(q, ", ") + "]"
 }
+
+// bcryptCost is the work factor of the logins' password hashes. Each
+// connection pays it as the server checks the password, and a high one
+// made connections time out on a loaded node (seconds a check under the
+// race detector). A work factor slows the guessing of passwords people
+// choose; the floor's are random (tablectl-floor init: 26 characters of
+// base32, 130 bits, and MinPasswordLen at least), which no work factor
+// needs, so the lowest bcrypt takes.
+const bcryptCost = bcrypt.MinCost
+
+// MinPasswordLen is the shortest password a floor login may have: 20
+// random base32 characters are 100 bits.
+const MinPasswordLen = 20
+
+// ConnectTimeout bounds a connection to the floor broker up to its first
+// answer: with logins, the server checks a bcrypt hash first (tens of
+// milliseconds on a quiet node, seconds on a loaded one), which nats.go's
+// default of 2 s does not always cover.
+const ConnectTimeout = 10 * time.Second

@@ -23,13 +23,13 @@ import (
 func TestFloorLogins(t *testing.T) {
 	testenv.Long(t, "the floor's logins (nats-server, PostgreSQL)")
 	subj := Subjects{}
-	logins := Logins{Admin: NATSLogin{"admin", "admin-pw"}, Witnesses: []NATSLogin{{"witness-w1", "w1-pw"}},
-		Tables: map[string]NATSLogin{"FLOOR-01": {TableUser("FLOOR-01"), "t1-pw"}, "FLOOR-02": {TableUser("FLOOR-02"), "t2-pw"}}}
+	logins := Logins{Admin: NATSLogin{"admin", "admin-password-0123456789"}, Witnesses: []NATSLogin{{"witness-w1", "w1-password-0123456789"}},
+		Tables: map[string]NATSLogin{"FLOOR-01": {TableUser("FLOOR-01"), "t1-password-0123456789"}, "FLOOR-02": {TableUser("FLOOR-02"), "t2-password-0123456789"}}}
 	auth, err := AuthConfig(logins, subj, DefaultStream, DefaultStatusStream, DefaultConsumer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(auth, "t1-pw") || strings.Contains(auth, "admin-pw") {
+	if strings.Contains(auth, "t1-password") || strings.Contains(auth, "admin-password") {
 		t.Fatal("a password in the node's configuration, not its hash")
 	}
 	cluster := floortest.ClusterAuth(t, 1, auth)
@@ -51,7 +51,7 @@ func TestFloorLogins(t *testing.T) {
 	connect := func(l NATSLogin) (*nats.Conn, jetstream.JetStream, chan error) {
 		t.Helper()
 		errs := make(chan error, 16)
-		nc, err := nats.Connect(url, nats.UserInfo(l.User, l.Password), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		nc, err := nats.Connect(url, nats.UserInfo(l.User, l.Password), nats.Timeout(ConnectTimeout), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
 			case errs <- err:
 			default:
@@ -149,5 +149,27 @@ func TestFloorLogins(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAuthConfigRefusesWeakPasswords: the logins' hashes have the lowest
+// work factor because their passwords are random; a short one, which
+// could be a person's, is refused.
+func TestAuthConfigRefusesWeakPasswords(t *testing.T) {
+	strong := strings.Repeat("a", MinPasswordLen)
+	for _, c := range []struct {
+		name  string
+		admin string
+		ok    bool
+	}{
+		{"random", strong, true},
+		{"one short", strong[1:], false},
+		{"a person's", "letmein", false},
+	} {
+		l := Logins{Admin: NATSLogin{User: "admin", Password: c.admin}, Tables: map[string]NATSLogin{"T1": {User: TableUser("T1"), Password: strong}}}
+		_, err := AuthConfig(l, Subjects{}, DefaultStream, DefaultStatusStream, DefaultConsumer)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err %v, want ok %v", c.name, err, c.ok)
+		}
 	}
 }

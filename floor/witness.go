@@ -276,7 +276,7 @@ func New(ctx context.Context, cfg Config) (*Witness, error) {
 		return nil, errors.New("witness: no database")
 	}
 	log := cfg.Logger.With("witness", cfg.Name)
-	opts := append([]nats.Option{nats.Name("tablectl-witness-" + cfg.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+	opts := append([]nats.Option{nats.Name("tablectl-witness-" + cfg.Name), nats.Timeout(ConnectTimeout), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("floor broker lost", "err", err)

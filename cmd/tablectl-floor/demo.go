@@ -122,7 +122,7 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	// The floor view reads the broker on a witness's login: no client
 	// of the demo's floor is anonymous.
 	vl := f.WitnessLogin(0)
-	nc, err := nats.Connect(f.Cluster.URLs(), nats.UserInfo(vl.User, vl.Password))
+	nc, err := nats.Connect(f.Cluster.URLs(), nats.UserInfo(vl.User, vl.Password), nats.Timeout(floor.ConnectTimeout))
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ own. docs/floor.md.`)
 		return err
 	}
 	defer st.Close()
-	opts := []nats.Option{nats.MaxReconnects(-1)}
+	opts := []nats.Option{nats.MaxReconnects(-1), nats.Timeout(floor.ConnectTimeout)}
 	if *natsUser != "" || *natsPass != "" {
 		opt, err := natsLogin(*natsUser, *natsPass)
 		if err != nil {
