@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/internal/freeport"
+	"github.com/tablectl/tablectl/internal/testenv"
 )
 
 func writeConf(t *testing.T, body string) string {
@@ -23,6 +24,7 @@ func writeConf(t *testing.T, body string) string {
 
 // TestStartAndKill: Start returns with the listener open; Kill closes it.
 func TestStartAndKill(t *testing.T) {
+	testenv.Command(t, "mosquitto", "mosquitto")
 	port, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +54,7 @@ func TestStartAndKill(t *testing.T) {
 // TestStartRefusesABadConfig: a broker that will not start is an error
 // that says what it said.
 func TestStartRefusesABadConfig(t *testing.T) {
+	testenv.Command(t, "mosquitto", "mosquitto")
 	conf := writeConf(t, "log_dest stderr\nno_such_option 1\n")
 	p, err := Start(conf, 10*time.Second)
 	if err == nil {
