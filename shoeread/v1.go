@@ -307,6 +307,11 @@ func parseV1(s []byte) (Event, error) {
 		if len(args) > 1 {
 			// The text is the rest of the sentence: commas belong to it.
 			e.Text = string(bytes.Join(args[1:], []byte{','}))
+			if e.Text == "" {
+				// Read as no text, it would be recorded as a sentence the
+				// shoe did not send: one form for each meaning.
+				return Event{}, fmt.Errorf("%w: STAT has a comma after its code but no text (a status without text has no comma)", ErrMalformed)
+			}
 		}
 	}
 	return e, nil
