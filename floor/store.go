@@ -344,3 +344,15 @@ func Take(ctx context.Context, s Store, reg *Registry, witness string, rows []Ro
 	}
 	return s.apply(ctx, items, reg, witness, time.Now().UTC())
 }
+
+// scanCPRef reads a checkpoint's seq, head hash and signing time from a
+// row of either store's query.
+func scanCPRef(row interface{ Scan(dest ...any) error }) (cpRef, error) {
+	var c cpRef
+	var head []byte
+	if err := row.Scan(&c.seq, &head, &c.ns); err != nil {
+		return cpRef{}, err
+	}
+	c.head = toHash(head)
+	return c, nil
+}

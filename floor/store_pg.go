@@ -361,12 +361,10 @@ func scanCheckpoints(br pgx.BatchResults, table string, q int, r *tableRead) err
 		r.forkAt[seq] = true
 	}
 	for rows.Next() {
-		var c cpRef
-		var head []byte
-		if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
+		c, err := scanCPRef(rows)
+		if err != nil {
 			return fmt.Errorf("floor database: checkpoints of %s: %w", table, err)
 		}
-		c.head = toHash(head)
 		if q == 0 {
 			r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
 		} else {

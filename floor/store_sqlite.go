@@ -319,12 +319,10 @@ func readLine(ctx context.Context, tx *sql.Tx, t string, items []item, r *tableR
 		return fmt.Errorf("floor database: rows of %s: %w", t, err)
 	}
 	err = query(ctx, tx, func(rows *sql.Rows) error {
-		var c cpRef
-		var head []byte
-		if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
+		c, err := scanCPRef(rows)
+		if err != nil {
 			return err
 		}
-		c.head = toHash(head)
 		r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
 		return nil
 	}, `SELECT seq, head_hash, signed_ns FROM checkpoints WHERE table_id = ? AND verified AND seq IN (SELECT value FROM json_each(?))`, t, jsonInts(cpSeqs))
@@ -345,12 +343,10 @@ func readLine(ctx context.Context, tx *sql.Tx, t string, items []item, r *tableR
 	// The checkpoints signed just before and just after each of the
 	// batch's.
 	err = query(ctx, tx, func(rows *sql.Rows) error {
-		var c cpRef
-		var head []byte
-		if err := rows.Scan(&c.seq, &head, &c.ns); err != nil {
+		c, err := scanCPRef(rows)
+		if err != nil {
 			return err
 		}
-		c.head = toHash(head)
 		r.cpsAside = append(r.cpsAside, c)
 		return nil
 	}, `SELECT c.seq, c.head_hash, c.signed_ns FROM json_each(?2) t, checkpoints c

@@ -869,9 +869,10 @@ func (w *Witness) Scan(ctx context.Context) error {
 	}
 	var alerts []Alert
 	for _, l := range lines {
+		wait := w.resyncWait(l.table, l.contig+1)
 		switch {
-		case l.contig < l.max && l.hole != nil && now.Sub(*l.hole) >= w.cfg.GapGrace && (l.asked == nil || now.Sub(*l.asked) >= w.resyncWait(l.table, l.contig+1)):
-			from, upTo, ok, err := s.claimResync(ctx, l.table, now, now.Add(-w.resyncWait(l.table, l.contig+1)))
+		case l.contig < l.max && l.hole != nil && now.Sub(*l.hole) >= w.cfg.GapGrace && (l.asked == nil || now.Sub(*l.asked) >= wait):
+			from, upTo, ok, err := s.claimResync(ctx, l.table, now, now.Add(-wait))
 			if err != nil {
 				return err
 			}
