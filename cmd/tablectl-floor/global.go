@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -67,15 +66,5 @@ func runVersion(args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	i := buildinfo.Get()
-	if *asJSON {
-		b, err := json.Marshal(i)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return nil
-	}
-	fmt.Fprintln(stdout, i)
-	return nil
+	return buildinfo.Write(stdout, *asJSON)
 }

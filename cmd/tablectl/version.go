@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
 
 	"github.com/tablectl/tablectl/internal/buildinfo"
@@ -18,15 +16,5 @@ func runVersion(args []string, stdout io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	i := buildinfo.Get()
-	if *asJSON {
-		b, err := json.Marshal(i)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return nil
-	}
-	fmt.Fprintln(stdout, i)
-	return nil
+	return buildinfo.Write(stdout, *asJSON)
 }

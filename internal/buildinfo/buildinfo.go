@@ -6,7 +6,9 @@
 package buildinfo
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -105,4 +107,20 @@ func (i Info) String() string {
 	}
 	fmt.Fprintf(&b, " %s %s", i.Go, i.Platform)
 	return b.String()
+}
+
+// Write prints the running binary's build: one line, or one JSON object
+// with asJSON (every binary's `version`).
+func Write(w io.Writer, asJSON bool) error {
+	i := Get()
+	if !asJSON {
+		_, err := fmt.Fprintln(w, i)
+		return err
+	}
+	b, err := json.Marshal(i)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

@@ -1,6 +1,7 @@
 package buildinfo
 
 import (
+	"encoding/json"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -45,5 +46,16 @@ func TestFrom(t *testing.T) {
 func TestGet(t *testing.T) {
 	if v := Get().Version; v == "" {
 		t.Fatal("empty version")
+	}
+}
+
+func TestWrite(t *testing.T) {
+	var line, js strings.Builder
+	if err := Write(&line, false); err != nil || line.String() != Get().String()+"\n" {
+		t.Fatalf("one line: %q, %v", line.String(), err)
+	}
+	var got Info
+	if err := Write(&js, true); err != nil || json.Unmarshal([]byte(js.String()), &got) != nil || got != Get() {
+		t.Fatalf("JSON: %q, %v", js.String(), err)
 	}
 }
