@@ -88,8 +88,10 @@ func (a Alert) overAt() *time.Time {
 // Store is the floor's database: every witnessed row, fork, checkpoint,
 // alert and each table's line. PostgreSQL (OpenStore) is the floor's: two
 // or more witnesses on several machines share it. SQLite (OpenSQLiteStore)
-// is the laptop demo's, one process, nothing to install. The judging is
-// the same code for both (judge); a store reads and writes.
+// is the laptop demo's, one process, nothing to install. Both are one code
+// (sqlStore: a batch's transaction, apply, and the floor's reads, judged
+// by judge) over a small dialect each: its SQL's words, its times, how it
+// sends statements.
 type Store interface {
 	// apply stores one batch in one transaction and returns the alerts it
 	// raised and resolved (to publish once committed). Every table of
@@ -201,6 +203,45 @@ type tableRead struct {
 
 func newTableRead() tableRead {
 	return tableRead{rows: map[int64]neighbour{}, cpsAt: map[int64][]cpRef{}, forkAt: map[int64]bool{}}
+}
+
+// readNeighbour reads a witnessed row: seq, prev_hash, hash.
+func (r *tableRead) readNeighbour(scan scanFunc) error {
+	var seq int64
+	var prev, hash []byte
+	if err := scan(&seq, &prev, &hash); err != nil {
+		return err
+	}
+	r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
+	return nil
+}
+
+// readFork reads the seq of a fork kept.
+func (r *tableRead) readFork(scan scanFunc) error {
+	var seq int64
+	if err := scan(&seq); err != nil {
+		return err
+	}
+	r.forkAt[seq] = true
+	return nil
+}
+
+// readCheckpointAt reads a checkpoint witnessed at one of the batch's
+// seqs, readCheckpointAside one signed around one of its checkpoints.
+func (r *tableRead) readCheckpointAt(scan scanFunc) error {
+	c, err := scanCPRef(scan)
+	if err == nil {
+		r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
+	}
+	return err
+}
+
+func (r *tableRead) readCheckpointAside(scan scanFunc) error {
+	c, err := scanCPRef(scan)
+	if err == nil {
+		r.cpsAside = append(r.cpsAside, c)
+	}
+	return err
 }
 
 // tableWrite is what a store writes of a table once a batch is judged.
@@ -347,12 +388,441 @@ func Take(ctx context.Context, s Store, reg *Registry, witness string, rows []Ro
 
 // scanCPRef reads a checkpoint's seq, head hash and signing time from a
 // row of either store's query.
-func scanCPRef(row interface{ Scan(dest ...any) error }) (cpRef, error) {
+func scanCPRef(scan func(dest ...any) error) (cpRef, error) {
 	var c cpRef
 	var head []byte
-	if err := row.Scan(&c.seq, &head, &c.ns); err != nil {
+	if err := scan(&c.seq, &head, &c.ns); err != nil {
 		return cpRef{}, err
 	}
 	c.head = toHash(head)
 	return c, nil
+}
+
+// scanFunc scans the current row of an answer into dest.
+type scanFunc = func(dest ...any) error
+
+// dialect is what the floor's two databases do differently, and no more:
+// their words for the shared SQL, how they store a time, how they run a
+// statement and a batch's transaction. The SQL is written once, in
+// PostgreSQL's words ("S." before each of the floor's tables, $n for the
+// parameters), except the few statements whose shape differs, which
+// applyTx names.
+type dialect interface {
+	// sql is q in the database's words.
+	sql(q string) string
+	// stamp is t as the database stores a time; the zero time is none
+	// (PostgreSQL's NULL, SQLite's 0: its column stream_at is NOT NULL).
+	stamp(t time.Time) any
+	// each runs q (the shared words) and calls read with each row of its
+	// answer.
+	each(ctx context.Context, q string, args []any, read func(scanFunc) error) error
+	// exec runs q (the shared words) and returns how many rows it changed.
+	exec(ctx context.Context, q string, args ...any) (int64, error)
+	// begin starts a batch's transaction.
+	begin(ctx context.Context) (applyTx, error)
+}
+
+// applyTx is a batch's transaction as apply drives it: statements are
+// queued, then sent at once (flush): PostgreSQL's as one pgx batch, one
+// round trip, SQLite's one after another in its file's one writer's
+// transaction. Each queued statement's answer is read, in the order
+// queued, by the function queued with it.
+type applyTx interface {
+	// queue queues q (the shared words) with args; read, when not nil,
+	// reads each row of its answer; what names it in an error.
+	queue(what, q string, args []any, read func(scanFunc) error)
+	// flush sends what is queued and reads the answers.
+	flush(ctx context.Context) error
+	commit(ctx context.Context) error
+	rollback(ctx context.Context)
+
+	// The statements whose shape differs between the databases.
+
+	// lock queues taking table's lock for the transaction (SQLite's
+	// BEGIN IMMEDIATE holds the whole file already).
+	lock(table string)
+	// readAround queues reading table's witnessed rows at seqs, forks
+	// at seqs, checkpoints at cpSeqs and those signed just before and
+	// after each time of cpNs, into r.
+	readAround(table string, seqs, cpSeqs, cpNs []int64, r *tableRead)
+	// insertRows and insertCheckpoints queue a table's new rows and
+	// checkpoints, witnessed now.
+	insertRows(table string, rows []*Row, now time.Time)
+	insertCheckpoints(table string, cps []*audit.Checkpoint, verified []bool, now time.Time)
+}
+
+// sqlStore is the store both databases are, over their dialect: a batch's
+// transaction (apply) and the floor's reads.
+type sqlStore struct{ d dialect }
+
+// apply stores one batch in one transaction and returns the alerts it
+// raised and resolved (to publish once committed). Every table of the
+// batch is locked for the transaction, in name order, so two witnesses
+// never judge one table's rows at once and never deadlock. Three sends
+// whatever the batch's size (on PostgreSQL three round trips): the locks
+// and the rows each table holds pending, the reads that depend on them,
+// the writes.
+func (s sqlStore) apply(ctx context.Context, items []item, reg *Registry, witness string, now time.Time) ([]Alert, error) {
+	tables, byTable := batchTables(items)
+	tx, err := s.d.begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("floor database: begin: %w", err)
+	}
+	defer tx.rollback(context.WithoutCancel(ctx))
+	reads, err := s.read(ctx, tx, tables, byTable)
+	if err != nil {
+		return nil, err
+	}
+	writes, alerts := judge(tables, byTable, reads, reg, witness, now)
+	out, err := s.write(ctx, tx, writes, alerts, witness, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.commit(ctx); err != nil {
+		return nil, fmt.Errorf("floor database: commit: %w", err)
+	}
+	return out, nil
+}
+
+// read takes each table's lock and reads its line and what the judging
+// compares the batch with: the rows it holds pending, then (the seqs to
+// read depend on those) the witnessed rows, forks and checkpoints around
+// the batch's.
+func (s sqlStore) read(ctx context.Context, tx applyTx, tables []string, byTable map[string][]item) ([]tableRead, error) {
+	reads := make([]tableRead, len(tables))
+	for i, t := range tables {
+		reads[i] = newTableRead()
+		tx.lock(t)
+		s.queueHeld(tx, t, &reads[i])
+	}
+	if err := tx.flush(ctx); err != nil {
+		return nil, err
+	}
+	for i, t := range tables {
+		s.queueLine(tx, t, &reads[i].st)
+		seqs, cpSeqs, cpNs := readSeqs(byTable[t], reads[i].held)
+		tx.readAround(t, seqs, cpSeqs, cpNs, &reads[i])
+	}
+	if err := tx.flush(ctx); err != nil {
+		return nil, err
+	}
+	return reads, nil
+}
+
+// queueHeld queues reading the rows table holds pending.
+func (s sqlStore) queueHeld(tx applyTx, t string, r *tableRead) {
+	tx.queue("pending rows of "+t, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source FROM S.pending WHERE table_id = $1`, []any{t},
+		func(scan scanFunc) error {
+			h := heldRow{row: &Row{Table: t}}
+			var prev, hash []byte
+			if err := scan(&h.row.Seq, &h.row.At, &h.row.Kind, &h.row.Shoe, &h.row.Coup, &h.row.Body, &prev, &hash, stampOf{&h.since}, stampOf{&h.at}, &h.src); err != nil {
+				return err
+			}
+			h.row.PrevHash, h.row.Hash = toHash(prev), toHash(hash)
+			r.held = append(r.held, h)
+			return nil
+		})
+}
+
+// queueLine queues reading table's line (none yet: not known).
+func (s sqlStore) queueLine(tx applyTx, t string, st *tableState) {
+	tx.queue("table "+t, `SELECT contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM S.tables WHERE table_id = $1`, []any{t},
+		func(scan scanFunc) error {
+			st.known = true
+			return scan(&st.contig, &st.max, &st.silent, &st.cpSeq, maybeStamp{&st.cpSignedAt}, maybeStamp{&st.holeSince}, maybeStamp{&st.lastSeen}, maybeStamp{&st.resyncAsked})
+		})
+}
+
+// write queues what the judging wrote of each table and the alerts it
+// raised, resolves the silence of the tables that spoke again, and sends
+// it all; it returns the alerts stored (a second witness's copy of one
+// stores nothing) and resolved.
+func (s sqlStore) write(ctx context.Context, tx applyTx, writes []tableWrite, alerts []Alert, witness string, now time.Time) ([]Alert, error) {
+	var spoke []string
+	for _, w := range writes {
+		s.queueTable(tx, w, now)
+		if !w.noLine && w.resolveSilent {
+			spoke = append(spoke, w.table)
+		}
+	}
+	// Alerts: stored once (the key makes a second witness's copy of the
+	// same alert a no-op), published by whoever stored it.
+	var raised, resolved []Alert
+	for _, a := range alerts {
+		tx.queue("alert of "+a.Table, raiseSQL, s.alertArgs(a), func(scan scanFunc) error {
+			if err := scan(&a.ID); err != nil {
+				return err
+			}
+			raised = append(raised, a.settled()...)
+			return nil
+		})
+	}
+	for _, t := range spoke {
+		tx.queue("resolving "+t, `UPDATE S.alerts SET resolved_at = $2 WHERE table_id = $1 AND kind = 'silent' AND resolved_at IS NULL RETURNING id, seq, message`,
+			[]any{t, s.d.stamp(now)}, func(scan scanFunc) error {
+				a := Alert{State: "resolved", Table: t, Kind: AlertSilent, Witness: witness, At: now}
+				if err := scan(&a.ID, &a.Seq, &a.Message); err != nil {
+					return err
+				}
+				resolved = append(resolved, a)
+				return nil
+			})
+	}
+	if err := tx.flush(ctx); err != nil {
+		return nil, err
+	}
+	return append(raised, resolved...), nil
+}
+
+// queueTable queues one judged table's writes: its rows, forks and
+// checkpoints, the rows it holds and releases, what was quarantined, its
+// line.
+func (s sqlStore) queueTable(tx applyTx, w tableWrite, now time.Time) {
+	t, at := w.table, s.d.stamp(now)
+	if len(w.ins) > 0 {
+		tx.insertRows(t, w.ins, now)
+	}
+	for _, row := range w.forks {
+		tx.queue("fork of "+t, `INSERT INTO S.forks (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`,
+			[]any{t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], at}, nil)
+	}
+	if len(w.insCP) > 0 {
+		tx.insertCheckpoints(t, w.insCP, w.verified, now)
+	}
+	s.queueHold(tx, w, at)
+	if w.noLine {
+		return
+	}
+	tx.queue("table "+t, `INSERT INTO S.tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES ($1,$2,$3,$4,$5,false,$6,$7)
+		ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq,
+		last_seen = CASE WHEN S.tables.last_seen IS NULL OR excluded.last_seen > S.tables.last_seen THEN excluded.last_seen ELSE S.tables.last_seen END,
+		hole_since = excluded.hole_since, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at,
+		silent = S.tables.silent AND coalesce(excluded.last_seen <= S.tables.last_seen, false)`,
+		[]any{t, w.contig, w.maxSeq, s.d.stamp(w.seenAt), s.maybe(w.holeSince), w.cpSeq, s.maybe(w.cpSignedAt)}, nil)
+	if w.rescan {
+		// A hole was filled below rows witnessed earlier: walk up to the
+		// next hole.
+		tx.queue("table "+t, `UPDATE S.tables SET contig = coalesce((SELECT min(r.seq) FROM S.rows r WHERE r.table_id = $1 AND r.seq >= $2
+			AND NOT EXISTS (SELECT 1 FROM S.rows n WHERE n.table_id = $1 AND n.seq = r.seq + 1)), contig),
+			hole_since = CASE WHEN max_seq <= coalesce((SELECT min(r.seq) FROM S.rows r WHERE r.table_id = $1 AND r.seq >= $2
+			AND NOT EXISTS (SELECT 1 FROM S.rows n WHERE n.table_id = $1 AND n.seq = r.seq + 1)), contig) THEN NULL ELSE hole_since END
+			WHERE table_id = $1`, []any{t, w.contig}, nil)
+	}
+}
+
+// queueHold queues a table's pending rows held and released, and its
+// quarantine counts.
+func (s sqlStore) queueHold(tx applyTx, w tableWrite, now any) {
+	t := w.table
+	for _, h := range w.release {
+		tx.queue("pending rows of "+t, `DELETE FROM S.pending WHERE table_id = $1 AND seq = $2 AND hash = $3`, []any{t, h.row.Seq, h.row.Hash[:]}, nil)
+	}
+	for _, h := range w.hold {
+		row := h.row
+		tx.queue("pending rows of "+t, `INSERT INTO S.pending (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) ON CONFLICT DO NOTHING`,
+			[]any{t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], s.d.stamp(h.since), s.d.stamp(h.at), h.src}, nil)
+	}
+	for _, q := range w.quarantine {
+		tx.queue("quarantine of "+t, `INSERT INTO S.quarantine (table_id, reason, count, last_source, last_detail, last_at) VALUES ($1,$2,$3,$4,$5,$6)
+			ON CONFLICT (table_id, reason) DO UPDATE SET count = S.quarantine.count + excluded.count, last_source = excluded.last_source,
+			last_detail = excluded.last_detail, last_at = excluded.last_at`, []any{t, q.reason, q.n, q.src, q.detail, now}, nil)
+	}
+}
+
+// raiseSQL stores an alert unless the same one (table, kind, key) is.
+const raiseSQL = `INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at, resolved_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)
+	ON CONFLICT (table_id, kind, key) DO NOTHING RETURNING id`
+
+func (s sqlStore) alertArgs(a Alert) []any {
+	return []any{a.Table, a.Kind, a.key, a.Seq, a.Message, a.Tamper, a.Witness, s.d.stamp(a.At), s.maybe(a.overAt())}
+}
+
+// maybe is t as stored, NULL for none.
+func (s sqlStore) maybe(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return s.d.stamp(*t)
+}
+
+// stampOf scans a time as either database stores it (PostgreSQL's
+// timestamptz, SQLite's Unix nanoseconds), the zero time for none.
+type stampOf struct{ t *time.Time }
+
+func (s stampOf) Scan(src any) error {
+	t, err := scanStamp(src)
+	if t != nil {
+		*s.t = *t
+	}
+	return err
+}
+
+// maybeStamp scans a time as either database stores it, nil for none.
+type maybeStamp struct{ t **time.Time }
+
+func (s maybeStamp) Scan(src any) error {
+	t, err := scanStamp(src)
+	*s.t = t
+	return err
+}
+
+func scanStamp(src any) (*time.Time, error) {
+	switch v := src.(type) {
+	case nil:
+		return nil, nil
+	case time.Time:
+		v = v.UTC()
+		return &v, nil
+	case int64:
+		if v == 0 {
+			return nil, nil
+		}
+		t := time.Unix(0, v).UTC()
+		return &t, nil
+	}
+	return nil, fmt.Errorf("a time stored as %T", src)
+}
+
+// lines is every table's line (the gap and silence scan).
+func (s sqlStore) lines(ctx context.Context) ([]tableLine, error) {
+	var out []tableLine
+	err := s.d.each(ctx, `SELECT table_id, contig, max_seq, hole_since, last_seen, resync_asked, silent FROM S.tables`, nil, func(scan scanFunc) error {
+		var l tableLine
+		if err := scan(&l.table, &l.contig, &l.max, maybeStamp{&l.hole}, maybeStamp{&l.seen}, maybeStamp{&l.asked}, &l.silent); err != nil {
+			return err
+		}
+		out = append(out, l)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	return out, nil
+}
+
+func (s sqlStore) claimResync(ctx context.Context, table string, now, before time.Time) (from, upTo int64, ok bool, err error) {
+	// One witness asks: the one whose update wins.
+	var maxSeq int64
+	err = s.d.each(ctx, `UPDATE S.tables SET resync_asked = $2 WHERE table_id = $1 AND contig < max_seq
+		AND (resync_asked IS NULL OR resync_asked <= $3) RETURNING contig + 1, max_seq`, []any{table, s.d.stamp(now), s.d.stamp(before)}, func(scan scanFunc) error {
+		ok = true
+		return scan(&from, &maxSeq)
+	})
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("floor database: %w", err)
+		}
+		return 0, 0, false, err
+	}
+	err = s.d.each(ctx, `SELECT coalesce(min(seq), $3) FROM S.rows WHERE table_id = $1 AND seq > $2`, []any{table, from, maxSeq + 1}, func(scan scanFunc) error {
+		return scan(&upTo)
+	})
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("floor database: %w", err)
+	}
+	return from, upTo, true, nil
+}
+
+func (s sqlStore) markSilent(ctx context.Context, table string, seen time.Time) (bool, error) {
+	n, err := s.d.exec(ctx, `UPDATE S.tables SET silent = true WHERE table_id = $1 AND NOT silent AND last_seen = $2`, table, s.d.stamp(seen))
+	if err != nil {
+		return false, fmt.Errorf("floor database: %w", err)
+	}
+	return n == 1, nil
+}
+
+func (s sqlStore) raise(ctx context.Context, a Alert) (Alert, bool, error) {
+	stored := false
+	err := s.d.each(ctx, raiseSQL, s.alertArgs(a), func(scan scanFunc) error {
+		stored = true
+		return scan(&a.ID)
+	})
+	if err != nil {
+		return a, false, fmt.Errorf("floor database: alert: %w", err)
+	}
+	return a, stored, nil
+}
+
+func (s sqlStore) resolve(ctx context.Context, table string, kind AlertKind, now time.Time) ([]Alert, error) {
+	var out []Alert
+	err := s.d.each(ctx, `UPDATE S.alerts SET resolved_at = $3 WHERE table_id = $1 AND kind = $2 AND resolved_at IS NULL RETURNING id, seq, message`,
+		[]any{table, kind, s.d.stamp(now)}, func(scan scanFunc) error {
+			a := Alert{State: "resolved", Table: table, Kind: kind, At: now, Tamper: Tamper(kind)}
+			if err := scan(&a.ID, &a.Seq, &a.Message); err != nil {
+				return err
+			}
+			out = append(out, a)
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	return out, nil
+}
+
+func (s sqlStore) viewLines(ctx context.Context, since time.Time) ([]viewLine, error) {
+	var out []viewLine
+	err := s.d.each(ctx, `SELECT t.table_id, t.contig, t.max_seq, t.last_seen, t.cp_signed_at,
+		(SELECT count(*) FROM S.rows r WHERE r.table_id = t.table_id AND r.kind = 'coup_result' AND r.witnessed_at > $1)
+		FROM S.tables t`, []any{s.d.stamp(since)}, func(scan scanFunc) error {
+		var l viewLine
+		if err := scan(&l.table, &l.contig, &l.max, maybeStamp{&l.seen}, maybeStamp{&l.cp}, &l.coups); err != nil {
+			return err
+		}
+		out = append(out, l)
+		return nil
+	})
+	return out, err
+}
+
+func (s sqlStore) openAlerts(ctx context.Context) ([]Alert, error) {
+	var out []Alert
+	err := s.d.each(ctx, `SELECT id, table_id, kind, seq, message, tamper, witness, raised_at FROM S.alerts WHERE resolved_at IS NULL ORDER BY id`, nil, func(scan scanFunc) error {
+		a := Alert{State: "raised"}
+		if err := scan(&a.ID, &a.Table, &a.Kind, &a.Seq, &a.Message, &a.Tamper, &a.Witness, stampOf{&a.At}); err != nil {
+			return err
+		}
+		out = append(out, a)
+		return nil
+	})
+	return out, err
+}
+
+func (s sqlStore) witnessed(ctx context.Context, table string, f func(int64, audit.Hash) error) error {
+	err := s.d.each(ctx, `SELECT seq, hash FROM S.rows WHERE table_id = $1 ORDER BY seq`, []any{table}, func(scan scanFunc) error {
+		var seq int64
+		var h []byte
+		if err := scan(&seq, &h); err != nil {
+			return err
+		}
+		return f(seq, toHash(h))
+	})
+	if err != nil {
+		return fmt.Errorf("floor database: %w", err)
+	}
+	return nil
+}
+
+func (s sqlStore) forkedSeqs(ctx context.Context, table string) (n int64, err error) {
+	err = s.d.each(ctx, `SELECT count(DISTINCT seq) FROM S.forks WHERE table_id = $1`, []any{table}, func(scan scanFunc) error { return scan(&n) })
+	if err != nil {
+		return 0, fmt.Errorf("floor database: %w", err)
+	}
+	return n, nil
+}
+
+func (s sqlStore) tamperAlerts(ctx context.Context, table string) ([]Alert, error) {
+	var out []Alert
+	err := s.d.each(ctx, `SELECT kind, seq FROM S.alerts WHERE table_id = $1 AND tamper ORDER BY id`, []any{table}, func(scan scanFunc) error {
+		a := Alert{Table: table, Tamper: true}
+		if err := scan(&a.Kind, &a.Seq); err != nil {
+			return err
+		}
+		out = append(out, a)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("floor database: %w", err)
+	}
+	return out, nil
 }

@@ -3,11 +3,9 @@ package floor
 import (
 	"context"
 	"crypto/ed25519"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -133,33 +131,16 @@ func eachStore(t *testing.T, f func(t *testing.T, s Store)) {
 // is not the store's.
 func newStore(t *testing.T) Store { return storeKinds[0].open(t) }
 
-// scanAll runs q (PostgreSQL's words, "S." the schema, $n the
+// scanAll runs q (the stores' shared words: "S." the schema, $n the
 // parameters) on s and scans each row with scan.
 func scanAll(t *testing.T, s Store, scan func(func(...any) error) error, q string, args ...any) {
 	t.Helper()
-	ctx := context.Background()
-	switch s := s.(type) {
-	case *PGStore:
-		rows, err := s.pool.Query(ctx, s.sql(q), args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows.Scan); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-	case *SQLiteStore:
-		q = regexp.MustCompile(`\$(\d)`).ReplaceAllString(strings.ReplaceAll(q, "S.", ""), "?$1")
-		if err := query(ctx, s.db, func(rows *sql.Rows) error { return scan(rows.Scan) }, q, args...); err != nil {
-			t.Fatal(err)
-		}
-	default:
-		t.Fatalf("store %T", s)
+	d, ok := s.(dialect)
+	if !ok {
+		t.Fatalf("store %T has no dialect", s)
+	}
+	if err := d.each(context.Background(), q, args, scan); err != nil {
+		t.Fatal(err)
 	}
 }
 
