@@ -3,6 +3,7 @@ package floor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -131,21 +132,17 @@ func TestFloorLogins(t *testing.T) {
 		t.Fatal("FLOOR-01's login read the stream's state")
 	}
 	// FLOOR-01's rows are witnessed; nothing of FLOOR-02 is.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.EventuallyErr(t, 60*time.Second, "FLOOR-01's 3 rows witnessed", func() error {
 		var n1, n2 int64
 		pool.QueryRow(ctx, store.sql(`SELECT count(*) FILTER (WHERE table_id = 'FLOOR-01'), count(*) FILTER (WHERE table_id = 'FLOOR-02') FROM S.rows`)).Scan(&n1, &n2)
 		if n2 != 0 {
 			t.Fatalf("%d rows of FLOOR-02 witnessed: FLOOR-01's login wrote them", n2)
 		}
-		if n1 == 3 {
-			break
+		if n1 != 3 {
+			return fmt.Errorf("%d witnessed", n1)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("FLOOR-01: %d rows witnessed after 60s, want 3", n1)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)

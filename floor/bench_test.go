@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -129,23 +130,16 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 	}
 	// A catch-up that stores nothing for a minute has stalled: fail with
 	// the witnesses' logs rather than hang (it did once, under CI's load).
-	var last int64
-	lastAt := time.Now()
-	for {
+	err = testenv.WaitMoving(ctx, time.Minute, fmt.Sprintf("the catch-up of %d rows", per*tables), func() (int64, bool) {
 		var done int64
 		if err := pool.QueryRow(ctx, store.sql(`SELECT coalesce(sum(contig),0) FROM S.tables`)).Scan(&done); err != nil {
 			b.Fatal(err)
 		}
-		if done >= int64(per*tables) {
-			break
-		}
-		if done != last {
-			last, lastAt = done, time.Now()
-		} else if time.Since(lastAt) > time.Minute {
-			cancel()
-			b.Fatalf("catch-up stalled: %d of %d rows stored, none in the last minute; the witnesses' logs (last lines):\n%s", done, per*tables, logtail.Lines(logs.String(), 60))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return done, done >= int64(per*tables)
+	})
+	if err != nil {
+		cancel()
+		b.Fatalf("%v; the witnesses' logs (last lines):\n%s", err, logtail.Lines(logs.String(), 60))
 	}
 	el := time.Since(start)
 	b.StopTimer()
@@ -323,18 +317,15 @@ func BenchmarkAlertToFloorView(b *testing.B) {
 	defer cl.Disconnect(100)
 	topic := "tablectl/" + table + "/pit/alerts/active"
 	// The bridge and the subscription are up once a first alert arrives.
-	deadline := time.Now().Add(30 * time.Second)
-	for warm := false; !warm; {
+	testenv.EventuallyErr(b, 30*time.Second, "a first alert on the floor view", func() error {
 		publishAlert(b, cl, topic, "warm-up", time.Now())
 		select {
 		case <-seen:
-			warm = true
-		case <-time.After(500 * time.Millisecond):
-			if time.Now().After(deadline) {
-				b.Fatal("no alert reached the floor view in 30s")
-			}
+			return nil
+		case <-time.After(500 * time.Millisecond): // then sent again: the bridge may have been down
+			return errors.New("none arrived")
 		}
-	}
+	})
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
@@ -352,7 +343,9 @@ func BenchmarkAlertToFloorView(b *testing.B) {
 				b.Fatalf("alert %s not on the floor view after 10s", id)
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // alerts come one by one, not in a flood
+		// A pace, not a wait: the benchmark's alerts come one by one, as
+		// a table's do, not in a flood.
+		time.Sleep(5 * time.Millisecond)
 	}
 	b.StopTimer()
 	slices.Sort(lat)

@@ -58,17 +58,15 @@ func TestShuffleSuspectTableAndFloor(t *testing.T) {
 	}
 	var tableAlert *coup.Alert
 	var fa *floor.Alert
-	for tableAlert == nil || fa == nil {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no shuffle_suspect: on the table %v, on the floor %v; the trail: %s; the controller's log:\n%s",
-				tableAlert, fa, trailSummary(table.Trail), table.Log())
-		case <-time.After(200 * time.Millisecond):
-		}
+	if err := testenv.WaitFor(ctx, "shuffle_suspect on the table and the floor", func() bool {
 		if tableAlert == nil {
 			tableAlert = suspectInTrail(t, table.Trail)
 		}
 		fa = floorSeen()
+		return tableAlert != nil && fa != nil
+	}); err != nil {
+		t.Fatalf("%v: on the table %v, on the floor %v; the trail: %s; the controller's log:\n%s",
+			err, tableAlert, fa, trailSummary(table.Trail), table.Log())
 	}
 	table.StopDealing()
 	t.Logf("table: %s", tableAlert.Message)

@@ -174,8 +174,7 @@ func TestWitnessPinnedTakeOver(t *testing.T) {
 	defer b.Close()
 	go b.Run(ctx)
 	above := false // b stored rows above a's batch while a's were missing
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	testenv.EventuallyErr(t, 90*time.Second, "every row stored and acknowledged", func() error {
 		ci, err := b.cons.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -190,13 +189,10 @@ func TestWitnessPinnedTakeOver(t *testing.T) {
 			above = true
 		}
 		if contig == int64(f.rows) && ci.AckFloor.Stream == uint64(2*f.rows) && ci.NumAckPending == 0 && ci.NumPending == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 90s: rows 1..%d stored (highest %d), acknowledged to %d, %d pending acknowledgement", contig, maxSeq, ci.AckFloor.Stream, ci.NumAckPending)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("rows 1..%d stored (highest %d), acknowledged to %d, %d pending acknowledgement", contig, maxSeq, ci.AckFloor.Stream, ci.NumAckPending)
+	})
 	if !above {
 		t.Error("b never stored rows above a's held batch before a's came again: the take-over was not tested")
 	}
@@ -235,8 +231,7 @@ func TestWitnessExplicitAcks(t *testing.T) {
 		}
 		go w.Run(ctx)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.EventuallyErr(t, 60*time.Second, "every row stored and acknowledged by two witnesses", func() error {
 		contig, maxSeq := f.stored(t)
 		ci, err := s.Consumer(ctx, "witness")
 		if err != nil {
@@ -250,13 +245,10 @@ func TestWitnessExplicitAcks(t *testing.T) {
 			t.Fatalf("consumer's ack policy became %s", info.Config.AckPolicy)
 		}
 		if contig == int64(f.rows) && info.AckFloor.Stream == uint64(2*f.rows) && info.NumAckPending == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60s: rows 1..%d stored (highest %d), acknowledged to %d", contig, maxSeq, info.AckFloor.Stream)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("rows 1..%d stored (highest %d), acknowledged to %d", contig, maxSeq, info.AckFloor.Stream)
+	})
 }
 
 // TestWitnessGuardsStreams: the stream deleted (anyone the broker lets
@@ -301,15 +293,14 @@ func TestWitnessGuardsStreams(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				mu.Lock()
-				defer mu.Unlock()
-				t.Fatalf("no %s after 60s; alerts %+v", what, alerts)
+		testenv.EventuallyErr(t, 60*time.Second, what, func() error {
+			if ok() {
+				return nil
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			mu.Lock()
+			defer mu.Unlock()
+			return fmt.Errorf("alerts %+v", alerts)
+		})
 	}
 	alerted := func(state string, kind AlertKind) func() bool {
 		n := 0

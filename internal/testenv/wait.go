@@ -77,3 +77,31 @@ func poll(ctx context.Context, what string, try func() error) error {
 		timer.Reset(pause)
 	}
 }
+
+// errStalled is why a WaitMoving gave up: what it counts stood still.
+var errStalled = errors.New("no progress")
+
+// WaitMoving waits for a long piece of work whose whole time is not known
+// (a catch-up of b.N rows under whatever load), as long as it moves: it
+// looks until look says done and returns nil, or returns an error naming
+// what and the last count once the count look returns has stood still
+// for stall, or once ctx is done.
+func WaitMoving(ctx context.Context, stall time.Duration, what string, look func() (count int64, done bool)) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var last int64
+	var movedAt time.Time
+	return poll(ctx, what, func() error {
+		n, done := look()
+		if done {
+			return nil
+		}
+		switch {
+		case movedAt.IsZero() || n != last:
+			last, movedAt = n, time.Now()
+		case time.Since(movedAt) > stall:
+			cancel(fmt.Errorf("%w in %v", errStalled, stall))
+		}
+		return fmt.Errorf("at %d", n)
+	})
+}

@@ -84,3 +84,56 @@ func TestWaitFor(t *testing.T) {
 		t.Errorf("WaitFor on an ended context: %v", err)
 	}
 }
+
+// TestWaitMoving: work that moves is waited for however long it takes in
+// all; work that stands still for the stall ends the wait, saying where
+// it stood; a context ended ends it too.
+func TestWaitMoving(t *testing.T) {
+	stopped := errors.New("the floor closed")
+	for _, tc := range []struct {
+		name    string
+		stall   time.Duration
+		count   func(look int64) int64 // the count at each look
+		doneAt  int64                  // the look that is done; 0: never
+		stop    bool                   // the context ended before
+		fails   []string               // what the error says; none: nil
+		atLeast int64                  // looks before giving up, at least
+	}{
+		{name: "moving to the end", stall: 50 * time.Millisecond, count: func(n int64) int64 { return n }, doneAt: 12},
+		{name: "done at once", stall: time.Millisecond, count: func(int64) int64 { return 0 }, doneAt: 1},
+		{name: "stands still", stall: 20 * time.Millisecond, count: func(n int64) int64 { return min(n, 3) },
+			fails: []string{"for the catch-up", "at 3", "no progress in 20ms"}, atLeast: 4},
+		{name: "context ended", stall: time.Hour, count: func(n int64) int64 { return n }, stop: true,
+			fails: []string{"for the catch-up", "at 1", "the floor closed"}, atLeast: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(t.Context())
+			defer cancel(nil)
+			if tc.stop {
+				cancel(stopped)
+			}
+			var looks int64
+			err := WaitMoving(ctx, tc.stall, "the catch-up", func() (int64, bool) {
+				looks++
+				return tc.count(looks), looks == tc.doneAt
+			})
+			if tc.fails == nil {
+				if err != nil || looks != tc.doneAt {
+					t.Errorf("%v after %d looks, want nil at look %d", err, looks, tc.doneAt)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("nil after %d looks, want an error", looks)
+			}
+			for _, w := range tc.fails {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if looks < tc.atLeast {
+				t.Errorf("gave up after %d looks, want at least %d", looks, tc.atLeast)
+			}
+		})
+	}
+}
