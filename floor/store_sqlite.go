@@ -269,12 +269,14 @@ func (t *sqliteTx) readAround(table string, seqs, cpSeqs, cpNs []int64, r *table
 	t.queue("forks of "+table, `SELECT DISTINCT seq FROM S.forks WHERE table_id = $1 AND seq IN (SELECT value FROM json_each($2))`,
 		[]any{table, jsonInts(seqs)}, r.readFork)
 	// The checkpoints signed just before and just after each of the
-	// batch's.
-	t.queue("checkpoints of "+table, `SELECT c.seq, c.head_hash, c.signed_ns FROM json_each($2) t, S.checkpoints c
-		WHERE c.table_id = $1 AND c.verified AND c.signed_ns = (SELECT max(signed_ns) FROM S.checkpoints p WHERE p.table_id = $1 AND p.verified AND p.signed_ns < t.value)
+	// batch's: their signing times first, two index probes each, then the
+	// checkpoints at those times. (Joined the other way round, SQLite
+	// read every checkpoint of the table for each of the batch's: a
+	// catch-up slowed as the table grew.)
+	t.queue("checkpoints of "+table, `SELECT c.seq, c.head_hash, c.signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns IN (
+		SELECT (SELECT max(signed_ns) FROM S.checkpoints p WHERE p.table_id = $1 AND p.verified AND p.signed_ns < t.value) FROM json_each($2) t
 		UNION
-		SELECT c.seq, c.head_hash, c.signed_ns FROM json_each($2) t, S.checkpoints c
-		WHERE c.table_id = $1 AND c.verified AND c.signed_ns = (SELECT min(signed_ns) FROM S.checkpoints n WHERE n.table_id = $1 AND n.verified AND n.signed_ns > t.value)`,
+		SELECT (SELECT min(signed_ns) FROM S.checkpoints n WHERE n.table_id = $1 AND n.verified AND n.signed_ns > t.value) FROM json_each($2) t)`,
 		[]any{table, jsonInts(cpNs)}, r.readCheckpointAside)
 }
 
