@@ -36,6 +36,7 @@ import (
 	"github.com/tablectl/tablectl/device"
 	"github.com/tablectl/tablectl/internal/browsertest"
 	"github.com/tablectl/tablectl/internal/config"
+	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -1120,31 +1121,32 @@ func (r *processRig) waitRecorded(s shoesim.Sent) {
 }
 
 // waitRows rereads the trail until done accepts its rows. It rereads at
-// each line the controller logs (it logs every row it records), and every
-// 100ms in case it logs less; the trail, not the log, is what counts.
+// each line the controller logs (it logs every row it records), and
+// between times in case it logs less; the trail, not the log, is what
+// counts.
 func (r *processRig) waitRows(what string, done func([]audit.Record) bool) {
 	r.t.Helper()
-	deadline := time.NewTimer(guard)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testenv.EventuallyWoken(r.t, guard, what, r.wake, func() error {
 		r.readTrail()
 		if done(r.rows) {
-			return
+			return nil
 		}
-		var exited <-chan error
-		if r.ctl != nil {
-			exited = r.ctl.done
-		}
-		select {
-		case <-r.wake:
-		case <-tick.C:
-		case err := <-exited:
-			r.t.Fatalf("waiting for %s: controller process %d exited: %v\n%s", what, len(r.logs), err, r.logs[len(r.logs)-1].tail(30))
-		case <-deadline.C:
-			r.t.Fatalf("waiting for %s: not in the trail's %d rows", what, len(r.rows))
-		}
+		r.exited(what)
+		return fmt.Errorf("not in the trail's %d rows", len(r.rows))
+	})
+}
+
+// exited fails the test if the controller process has exited while the
+// test waited for what.
+func (r *processRig) exited(what string) {
+	r.t.Helper()
+	if r.ctl == nil {
+		return
+	}
+	select {
+	case err := <-r.ctl.done:
+		r.t.Fatalf("waiting for %s: controller process %d exited: %v\n%s", what, len(r.logs), err, r.logs[len(r.logs)-1].tail(30))
+	default:
 	}
 }
 

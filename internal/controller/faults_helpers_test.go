@@ -36,6 +36,7 @@ import (
 	"github.com/tablectl/tablectl/internal/config"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 	"github.com/tablectl/tablectl/signedcmd"
@@ -490,29 +491,19 @@ func (s pitSupervisor) do(t *testing.T, r supervisor.Request) signedcmd.Reply {
 // every one of parts.
 func (r *processRig) waitLog(what string, parts ...string) {
 	r.t.Helper()
-	deadline := time.NewTimer(guard)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	l := r.ctl.out
-	for {
+	testenv.EventuallyWoken(r.t, guard, what, r.wake, func() error {
 		l.mu.Lock()
 		found := slices.ContainsFunc(l.lines, func(line string) bool {
 			return !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) })
 		})
 		l.mu.Unlock()
 		if found {
-			return
+			return nil
 		}
-		select {
-		case <-r.wake:
-		case <-tick.C:
-		case err := <-r.ctl.done:
-			r.t.Fatalf("waiting for %s: controller process %d exited: %v\n%s", what, len(r.logs), err, l.tail(30))
-		case <-deadline.C:
-			r.t.Fatalf("waiting for %s: not logged\n%s", what, l.tail(30))
-		}
-	}
+		r.exited(what)
+		return fmt.Errorf("not logged\n%s", l.tail(30))
+	})
 }
 
 // ---- the shoe's plan, sentence by sentence ----

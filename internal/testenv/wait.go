@@ -57,9 +57,28 @@ func holds(cond func() bool) func() error {
 	}
 }
 
+// EventuallyWoken is EventuallyErr for a condition that something says
+// may have changed (a line logged, a message arrived): it looks again at
+// once whenever wake delivers, and between times as EventuallyErr does in
+// case the word never comes.
+func EventuallyWoken(t testing.TB, timeout time.Duration, what string, wake <-chan struct{}, try func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	if err := pollWoken(ctx, what, wake, try); err != nil {
+		t.Fatalf("waited %v: %v", timeout, err)
+	}
+}
+
 // poll runs try until it returns nil or ctx is done; the error names what,
 // try's last error and why the wait ended.
 func poll(ctx context.Context, what string, try func() error) error {
+	return pollWoken(ctx, what, nil, try)
+}
+
+// pollWoken is poll that also runs try whenever wake delivers (a nil
+// wake never does), the pause starting again from the first.
+func pollWoken(ctx context.Context, what string, wake <-chan struct{}, try func() error) error {
 	pause := firstPoll
 	timer := time.NewTimer(pause)
 	defer timer.Stop()
@@ -71,9 +90,17 @@ func poll(ctx context.Context, what string, try func() error) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("for %s: %w (%w)", what, err, context.Cause(ctx))
+		case <-wake:
+			pause = firstPoll / 2
 		case <-timer.C:
 		}
 		pause = min(2*pause, maxPoll)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
 		timer.Reset(pause)
 	}
 }

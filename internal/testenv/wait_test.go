@@ -137,3 +137,44 @@ func TestWaitMoving(t *testing.T) {
 		})
 	}
 }
+
+// TestEventuallyWoken: a word on wake makes the next look come at once,
+// however long the pause has grown; without one the wait still looks and
+// still gives up.
+func TestEventuallyWoken(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	var ready atomic.Bool
+	var looks atomic.Int64
+	tried := make(chan struct{}, 100)
+	go func() {
+		// Let the pauses grow to their longest, then say the word.
+		for looks.Load() < 9 {
+			<-tried
+		}
+		ready.Store(true)
+		wake <- struct{}{}
+	}()
+	start := time.Now()
+	var woke time.Time
+	EventuallyWoken(t, time.Minute, "the word", wake, func() error {
+		looks.Add(1)
+		if ready.Load() {
+			return nil
+		}
+		if looks.Load() >= 9 && woke.IsZero() {
+			woke = time.Now()
+		}
+		tried <- struct{}{}
+		return errors.New("no word yet")
+	})
+	if took := time.Since(woke); took > maxPoll/2 {
+		t.Errorf("the look after the word came %v after it (the longest pause is %v): the word did not wake it", took, maxPoll)
+	}
+	t.Logf("%d looks in %v", looks.Load(), time.Since(start))
+
+	tb := &fatalTB{TB: t}
+	EventuallyWoken(tb, 20*time.Millisecond, "a word never said", make(chan struct{}), func() error { return errors.New("silence") })
+	if !strings.Contains(tb.failed, "for a word never said") || !strings.Contains(tb.failed, "silence") {
+		t.Errorf("failure %q, want what and the last error", tb.failed)
+	}
+}
