@@ -2,11 +2,8 @@ package floor
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/tablectl/tablectl/coup"
 )
@@ -40,27 +37,68 @@ type shoeStore interface {
 func shoeStoreOf(ctx context.Context, s Store) (shoeStore, error) {
 	switch s := s.(type) {
 	case *PGStore:
-		st := pgShoes{s}
+		st := pgShoes{shoePrints{s.sqlStore}, s}
 		return st, st.ensure(ctx)
 	case *SQLiteStore:
-		st := sqliteShoes{s}
+		st := sqliteShoes{shoePrints{s.sqlStore}, s}
 		return st, st.ensure(ctx)
 	}
 	return nil, fmt.Errorf("the shoe watch keeps its prints in a PGStore or a SQLiteStore, not a %T", s)
 }
 
-func parseStored(sp *storedPrint, cards string) error {
-	p, err := coup.ParsePrint(cards)
+// shoePrints is the shoe watch's reads and pruning, one SQL for both
+// databases (the store's dialect); each keeps its table's making and its
+// write.
+type shoePrints struct{ s sqlStore }
+
+// prints runs q and reads its answer's prints.
+func (p shoePrints) prints(ctx context.Context, q string, args ...any) ([]storedPrint, error) {
+	var out []storedPrint
+	err := p.s.d.each(ctx, q, args, func(scan scanFunc) error {
+		var sp storedPrint
+		var cards string
+		if err := scan(&sp.table, &sp.shoe, &cards, &sp.lastSeq, stampOf{&sp.first}); err != nil {
+			return err
+		}
+		c, err := coup.ParsePrint(cards)
+		if err != nil {
+			return fmt.Errorf("shoe %d of %s: %w", sp.shoe, sp.table, err)
+		}
+		sp.cards = c
+		out = append(out, sp)
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("shoe %d of %s: %w", sp.shoe, sp.table, err)
+		return nil, fmt.Errorf("floor database: shoe_prints: %w", err)
 	}
-	sp.cards = p
+	return out, nil
+}
+
+func (p shoePrints) loadPrints(ctx context.Context, since, keepFrom time.Time) ([]storedPrint, error) {
+	return p.prints(ctx, `SELECT table_id, shoe, cards, last_seq, first_at FROM S.shoe_prints WHERE updated_at >= $1 AND first_at >= $2`, p.s.d.stamp(since), p.s.d.stamp(keepFrom))
+}
+
+func (p shoePrints) tablePrint(ctx context.Context, table string) (storedPrint, bool, error) {
+	out, err := p.prints(ctx, `SELECT table_id, shoe, cards, last_seq, first_at FROM S.shoe_prints WHERE table_id = $1 ORDER BY shoe DESC LIMIT 1`, table)
+	if err != nil || len(out) == 0 {
+		return storedPrint{}, false, err
+	}
+	return out[0], true, nil
+}
+
+func (p shoePrints) prunePrints(ctx context.Context, before time.Time) error {
+	if _, err := p.s.d.exec(ctx, `DELETE FROM S.shoe_prints WHERE first_at < $1`, p.s.d.stamp(before)); err != nil {
+		return fmt.Errorf("floor database: shoe_prints: %w", err)
+	}
 	return nil
 }
 
 // ---- PostgreSQL ----
 
-type pgShoes struct{ s *PGStore }
+type pgShoes struct {
+	shoePrints
+	s *PGStore
+}
 
 const pgShoeSchema = `
 CREATE TABLE IF NOT EXISTS S.shoe_prints (
@@ -93,47 +131,6 @@ func (p pgShoes) ensure(ctx context.Context) error {
 	return nil
 }
 
-func (p pgShoes) scan(rows pgx.Rows) ([]storedPrint, error) {
-	defer rows.Close()
-	var out []storedPrint
-	for rows.Next() {
-		var sp storedPrint
-		var cards string
-		if err := rows.Scan(&sp.table, &sp.shoe, &cards, &sp.lastSeq, &sp.first); err != nil {
-			return nil, err
-		}
-		if err := parseStored(&sp, cards); err != nil {
-			return nil, err
-		}
-		out = append(out, sp)
-	}
-	return out, rows.Err()
-}
-
-func (p pgShoes) loadPrints(ctx context.Context, since, keepFrom time.Time) ([]storedPrint, error) {
-	rows, err := p.s.pool.Query(ctx, p.s.sql(`SELECT table_id, shoe, cards, last_seq, first_at FROM S.shoe_prints WHERE updated_at >= $1 AND first_at >= $2`), since, keepFrom)
-	if err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
-	}
-	out, err := p.scan(rows)
-	if err != nil {
-		return nil, fmt.Errorf("floor database: shoe_prints: %w", err)
-	}
-	return out, nil
-}
-
-func (p pgShoes) tablePrint(ctx context.Context, table string) (storedPrint, bool, error) {
-	rows, err := p.s.pool.Query(ctx, p.s.sql(`SELECT table_id, shoe, cards, last_seq, first_at FROM S.shoe_prints WHERE table_id = $1 ORDER BY shoe DESC LIMIT 1`), table)
-	if err != nil {
-		return storedPrint{}, false, fmt.Errorf("floor database: %w", err)
-	}
-	out, err := p.scan(rows)
-	if err != nil || len(out) == 0 {
-		return storedPrint{}, false, err
-	}
-	return out[0], true, nil
-}
-
 func (p pgShoes) savePrints(ctx context.Context, ps []storedPrint, now time.Time) error {
 	tables, cards := make([]string, len(ps)), make([]string, len(ps))
 	shoes, seqs := make([]int64, len(ps)), make([]int64, len(ps))
@@ -152,16 +149,12 @@ ON CONFLICT (table_id, shoe) DO UPDATE SET cards = EXCLUDED.cards, last_seq = EX
 	return nil
 }
 
-func (p pgShoes) prunePrints(ctx context.Context, before time.Time) error {
-	if _, err := p.s.pool.Exec(ctx, p.s.sql(`DELETE FROM S.shoe_prints WHERE first_at < $1`), before); err != nil {
-		return fmt.Errorf("floor database: shoe_prints: %w", err)
-	}
-	return nil
-}
-
 // ---- SQLite ----
 
-type sqliteShoes struct{ s *SQLiteStore }
+type sqliteShoes struct {
+	shoePrints
+	s *SQLiteStore
+}
 
 const sqliteShoeSchema = `
 CREATE TABLE IF NOT EXISTS shoe_prints (
@@ -181,41 +174,6 @@ func (q sqliteShoes) ensure(ctx context.Context) error {
 		return fmt.Errorf("floor database %s: create shoe_prints: %w", q.s.path, err)
 	}
 	return nil
-}
-
-func (q sqliteShoes) scan(rows *sql.Rows, err error) ([]storedPrint, error) {
-	if err != nil {
-		return nil, fmt.Errorf("floor database: %w", err)
-	}
-	defer rows.Close()
-	var out []storedPrint
-	for rows.Next() {
-		var sp storedPrint
-		var cards string
-		var first int64
-		if err := rows.Scan(&sp.table, &sp.shoe, &cards, &sp.lastSeq, &first); err != nil {
-			return nil, fmt.Errorf("floor database: shoe_prints: %w", err)
-		}
-		sp.first = time.Unix(0, first).UTC()
-		if err := parseStored(&sp, cards); err != nil {
-			return nil, fmt.Errorf("floor database: shoe_prints: %w", err)
-		}
-		out = append(out, sp)
-	}
-	return out, rows.Err()
-}
-
-func (q sqliteShoes) loadPrints(ctx context.Context, since, keepFrom time.Time) ([]storedPrint, error) {
-	return q.scan(q.s.db.QueryContext(ctx, `SELECT table_id, shoe, cards, last_seq, first_at FROM shoe_prints WHERE updated_at >= ? AND first_at >= ?`,
-		since.UnixNano(), keepFrom.UnixNano()))
-}
-
-func (q sqliteShoes) tablePrint(ctx context.Context, table string) (storedPrint, bool, error) {
-	out, err := q.scan(q.s.db.QueryContext(ctx, `SELECT table_id, shoe, cards, last_seq, first_at FROM shoe_prints WHERE table_id = ? ORDER BY shoe DESC LIMIT 1`, table))
-	if err != nil || len(out) == 0 {
-		return storedPrint{}, false, err
-	}
-	return out[0], true, nil
 }
 
 func (q sqliteShoes) savePrints(ctx context.Context, ps []storedPrint, now time.Time) (err error) {
@@ -238,13 +196,6 @@ ON CONFLICT (table_id, shoe) DO UPDATE SET cards = excluded.cards, last_seq = ex
 	}
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("floor database: %w", err)
-	}
-	return nil
-}
-
-func (q sqliteShoes) prunePrints(ctx context.Context, before time.Time) error {
-	if _, err := q.s.db.ExecContext(ctx, `DELETE FROM shoe_prints WHERE first_at < ?`, before.UnixNano()); err != nil {
-		return fmt.Errorf("floor database: shoe_prints: %w", err)
 	}
 	return nil
 }
