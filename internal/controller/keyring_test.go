@@ -202,6 +202,9 @@ func TestKeyringOnlySigned(t *testing.T) {
 		}
 	})
 	waitRows(signedcmd.KindKeyring, 2, "the officer's keyring taken")
+	// The trail says so before the keys are used (the watch records the
+	// keyring, then swaps it in): wait for the swap too, not the row alone.
+	testenv.Eventually(t, guard, "the officer's keyring in use", func() bool { return ctl.keys.Meta().Serial == 2 })
 	kr = keyringRows()
 	if r := kr[1]; r.Reason != signedcmd.KeyringReloaded || r.Serial != 2 || r.Authority != officerID || names(r.Added) != "mallory/" || len(r.Removed) != 0 || len(r.Keys) != 2 {
 		t.Fatalf("the reload's row: %+v", r)
