@@ -34,6 +34,9 @@ func segmentedTrail(t *testing.T) (*Recorder, string) {
 // operator's command exits 1) is never deleted, not past the days kept nor
 // with the disk under its floor; the live segment never is.
 func TestRetentionRefusesUnarchived(t *testing.T) {
+	// Alongside the other tests that wait on the disk's fsync, not after
+	// them: most of its time is those waits (go test -short's slowest package).
+	t.Parallel()
 	ctx := context.Background()
 	r, _ := segmentedTrail(t)
 	defer r.Close()
@@ -65,6 +68,9 @@ func TestRetentionRefusesUnarchived(t *testing.T) {
 // deleted from the box, and what stays (a directory whose first segment
 // starts past row 1) still verifies, replays and starts the table.
 func TestRetentionArchivesThenDeletes(t *testing.T) {
+	// Alongside the other tests that wait on the disk's fsync, not after
+	// them: most of its time is those waits (go test -short's slowest package).
+	t.Parallel()
 	ctx := context.Background()
 	r, dir := segmentedTrail(t)
 	st := r.Store()

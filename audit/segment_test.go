@@ -60,6 +60,9 @@ func keysOpt() VerifyOptions { return VerifyOptions{PublicKeys: []ed25519.Public
 // seqs run on across files, the directory verifies, and a replay across the
 // files finds nothing to differ; the rows the publisher hears are every row.
 func TestSegmentsCutBetweenCoups(t *testing.T) {
+	// Alongside the other tests that wait on the disk's fsync, not after
+	// them: most of its time is those waits (go test -short's slowest package).
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "trail")
 	var sealed []string
@@ -302,6 +305,9 @@ func copyDir(t *testing.T, from string) string {
 // (and the meta's trigger dropped to do it, an altered schema); a sealed
 // segment without its seal row, followed by another, is unsealed.
 func TestSegmentsTamper(t *testing.T) {
+	// Alongside the other tests that wait on the disk's fsync, not after
+	// them: most of its time is those waits (go test -short's slowest package).
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "trail")
 	r := openSegRecorder(t, dir, nil, nil)
@@ -533,6 +539,9 @@ func checkCutsPrompt(t *testing.T, dir string, p *SegmentPolicy) (cuts int) {
 // after the first input that leaves the table between coups (a coup's
 // result final, or the shoe ended), never later and never elsewhere.
 func TestCutAtFirstMomentBetweenCoups(t *testing.T) {
+	// Alongside the other tests that wait on the disk's fsync, not after
+	// them: most of its time is those waits (go test -short's slowest package).
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "trail")
 	r := openSegRecorder(t, dir, nil, nil)

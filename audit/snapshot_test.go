@@ -146,6 +146,9 @@ func recordAll(t testing.TB, path string, ins []coup.Input, every int64) {
 // canonical JSON; and every snapshot is the table the rows before it build
 // (the full replay checks that on each one, so it reports no difference).
 func TestSnapshotPlusTailIsReplay(t *testing.T) {
+	// Alongside the other tests that wait on the disk's fsync, not after
+	// them: most of its time is those waits (go test -short's slowest package).
+	t.Parallel()
 	ctx := context.Background()
 	shoes := 2
 	if testing.Short() {
@@ -282,6 +285,9 @@ func TestRecorderStartsFromSnapshot(t *testing.T) {
 // check finds the edit, the table is refused every further input and the
 // failure is reported as tampering.
 func TestHistoryCheckSuspends(t *testing.T) {
+	// Alongside the other tests that wait on the disk's fsync, not after
+	// them: most of its time is those waits (go test -short's slowest package).
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trail.db")
 	ins := playInputs(t, rand.New(rand.NewPCG(16, 3)), 1)

@@ -155,6 +155,9 @@ func appendRaw(t *testing.T, path, at string) string {
 // trail with the sqlite3 tool, dropping the triggers first as anyone with
 // the file can, and checks Verify reports exactly what was done.
 func TestVerifyCatchesTampering(t *testing.T) {
+	// Alongside the other tests that wait on the disk's fsync, not after
+	// them: most of its time is those waits (go test -short's slowest package).
+	t.Parallel()
 	orig, ext := tamperTrail(t)
 	row9 := readRow(t, orig, 9)
 	editedRow9 := row9
