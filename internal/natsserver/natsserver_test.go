@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablectl/tablectl/floor"
+	"github.com/tablectl/tablectl/internal/floortest"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
@@ -89,9 +90,37 @@ func testFloor(t *testing.T, embedded bool) {
 		_, err := js.CreateOrUpdateStream(tctx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3})
 		return err
 	})
-	plain := strings.ReplaceAll(c.URLs(), "tls://", "nats://")
-	if nc, err := nats.Connect(plain, nats.UserInfo("admin", logins.Admin.Password), nats.Timeout(5*time.Second)); err == nil {
-		nc.Close()
-		t.Error("a plaintext client connected")
+	// In clear, even with the admin's login: refused on the client port
+	// and the MQTT listener.
+	nd := c.Nodes[0]
+	if said, taken := floortest.PlaintextNATS(strings.TrimPrefix(nd.URL(), "tls://"), "admin", logins.Admin.Password); taken {
+		t.Error("a plaintext NATS client with the admin's login was taken")
+	} else {
+		t.Logf("NATS in plaintext: %s", said)
+	}
+	if said, taken := floortest.PlaintextMQTT(nd.MQTTAddr(), "x", "admin", logins.Admin.Password); taken {
+		t.Error("a plaintext MQTT client with the admin's login was taken")
+	} else {
+		t.Logf("MQTT in plaintext: %s", said)
+	}
+}
+
+// TestPlaintextClients: the raw clients the floor's attacks use are
+// taken by a node without TLS and logins (so their refusal on a floor
+// is the floor's doing, not theirs).
+func TestPlaintextClients(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := natsserver.StartEmbedded(ctx, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	nd := c.Nodes[0]
+	if said, taken := floortest.PlaintextNATS(strings.TrimPrefix(nd.URL(), "nats://"), "", ""); !taken {
+		t.Errorf("NATS without TLS or logins refused the plaintext client: %s", said)
+	}
+	if said, taken := floortest.PlaintextMQTT(nd.MQTTAddr(), "x", "", ""); !taken {
+		t.Errorf("MQTT without TLS or logins refused the plaintext client: %s", said)
 	}
 }
