@@ -90,6 +90,10 @@ type Options struct {
 	// by KillWitness. The others run in this process.
 	WitnessExe   string
 	WitnessProcs map[int]bool
+	// WitnessHTTP has the witness processes serve the floor view
+	// (--http on loopback, behind ViewLogin; over HTTPS with a certificate
+	// of the floor's CA with Logins).
+	WitnessHTTP bool
 	// Exe and Env run a controller: Exe run --config FILE.
 	Exe       string
 	Env       []string
@@ -124,6 +128,9 @@ type Floor struct {
 	authority string
 	log       *slog.Logger
 
+	// ViewLogin is the floor view's login (Options.WitnessHTTP).
+	ViewLogin floor.Login
+
 	mu              sync.Mutex
 	witnesses       []*witnessRun
 	deadWitnessLogs []string
@@ -132,6 +139,7 @@ type Floor struct {
 type witnessRun struct {
 	w      *floor.Witness // in this process
 	cmd    *exec.Cmd      // or a process of its own
+	view   string         // where its floor view serves (Options.WitnessHTTP)
 	log    *logtail.Buffer
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -379,6 +387,19 @@ func (f *Floor) startWitnessProc(i int) (*witnessRun, error) {
 		}
 		args = append(args, "--nats-user", l.User, "--nats-password-file", pf, "--nats-ca", f.TLS.CAFile)
 	}
+	view := ""
+	if f.o.WitnessHTTP {
+		va, err := f.viewArgs()
+		if err != nil {
+			return nil, err
+		}
+		port, err := freeport.Loopback()
+		if err != nil {
+			return nil, err
+		}
+		view = fmt.Sprintf("127.0.0.1:%d", port)
+		args = append(append(args, "--http", view), va...)
+	}
 	cmd := exec.Command(f.o.WitnessExe, args...)
 	cmd.Env = os.Environ()
 	l := &logtail.Buffer{}
@@ -386,9 +407,43 @@ func (f *Floor) startWitnessProc(i int) (*witnessRun, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	r := &witnessRun{cmd: cmd, log: l, done: make(chan struct{})}
+	r := &witnessRun{cmd: cmd, log: l, view: view, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(r.done) }()
 	return r, nil
+}
+
+// viewArgs are a witness process's floor view flags: its login (made on
+// the first call) and, with Logins, its certificate from the floor's CA.
+func (f *Floor) viewArgs() ([]string, error) {
+	if f.ViewLogin.User == "" {
+		f.ViewLogin = floor.Login{User: "floor", Password: strings.ToLower(rand.Text())}
+	}
+	pf, err := writeSecret(filepath.Join(f.o.Dir, "floor-view.password"), f.ViewLogin.Password)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--http-user", f.ViewLogin.User, "--http-password-file", pf}
+	if !f.o.Logins {
+		return args, nil
+	}
+	dir := filepath.Dir(f.TLS.CAFile)
+	ca, err := floor.EnsureCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	cert, key, err := ca.EnsureCert(dir, "floor-view", []string{"127.0.0.1", "localhost"})
+	return append(args, "--tls-cert", cert, "--tls-key", key), err
+}
+
+// ViewAddr is where witness process i serves the floor view
+// (Options.WitnessHTTP; "" when it does not run).
+func (f *Floor) ViewAddr(i int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i >= len(f.witnesses) || f.witnesses[i] == nil {
+		return ""
+	}
+	return f.witnesses[i].view
 }
 
 // KillWitness kills witness i at once, mid-batch: a process with

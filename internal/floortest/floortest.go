@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -112,16 +113,35 @@ func lastLines(s string, n int) string {
 // server asks for it; this one does not, so it shows what the server
 // does with a client that stays in clear.
 func PlaintextNATS(addr, user, password string) (answer string, taken bool) {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	return rawNATS(addr, nil, user, password)
+}
+
+// TLSNATS is PlaintextNATS over TLS with cfg after the server's INFO (a
+// client port's or a route's way): with the floor's CA and no client
+// certificate, what a route port that verifies its peers refuses.
+func TLSNATS(addr string, cfg *tls.Config, user, password string) (answer string, taken bool) {
+	return rawNATS(addr, cfg, user, password)
+}
+
+func rawNATS(addr string, cfg *tls.Config, user, password string) (answer string, taken bool) {
+	raw, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return "dial: " + err.Error(), false
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	defer raw.Close()
+	raw.SetDeadline(time.Now().Add(10 * time.Second))
+	var c net.Conn = raw
 	r := bufio.NewReader(c)
 	info, err := r.ReadString('\n')
 	if err != nil {
 		return "no INFO: " + err.Error(), false
+	}
+	if cfg != nil {
+		tc := tls.Client(raw, cfg)
+		if err := tc.Handshake(); err != nil {
+			return "TLS handshake: " + err.Error(), false
+		}
+		c, r = tc, bufio.NewReader(tc)
 	}
 	connect, _ := json.Marshal(map[string]any{"verbose": false, "pedantic": false, "tls_required": false, "user": user, "pass": password, "protocol": 1})
 	if _, err := fmt.Fprintf(c, "CONNECT %s\r\nPING\r\n", connect); err != nil {
