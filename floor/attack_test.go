@@ -334,9 +334,18 @@ func attackListeners(t *testing.T, f *floorsim.Floor, l3 floor.NATSLogin) {
 			}
 			refused(fmt.Sprintf("%s MQTT, TLS, as tablectl-FLOOR-01 with login %q (anonymous or a wrong password)", nd.Name, l.User), fmt.Sprint(tok.Error()), ok)
 		}
+		// The same client with FLOOR-03's login and an id of its own is
+		// taken: the refusals above are the login's.
+		mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(nd.MQTTURL()).SetTLSConfig(cfg).SetClientID("x-"+l3.User).
+			SetUsername(l3.User).SetPassword(l3.Password).SetConnectRetry(false).SetConnectTimeout(10 * time.Second))
+		if tok := mq.Connect(); !tok.WaitTimeout(15*time.Second) || tok.Error() != nil {
+			t.Errorf("%s MQTT, TLS, FLOOR-03's login: refused (%v): the MQTT client is broken", nd.Name, tok.Error())
+		} else {
+			mq.Disconnect(0)
+		}
 		said, taken = floortest.PlaintextNATS(route, "", "")
 		refused(nd.Name+" route port, plaintext", said, taken)
-		said, taken = floortest.TLSNATS(route, cfg, "", "")
+		said, taken = floortest.TLSRoute(route, cfg)
 		refused(nd.Name+" route port, TLS without a certificate of the floor's CA", said, taken)
 	}
 	// The floor view of the witness process: HTTPS with its login only.

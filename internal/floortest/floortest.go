@@ -113,17 +113,24 @@ func lastLines(s string, n int) string {
 // server asks for it; this one does not, so it shows what the server
 // does with a client that stays in clear.
 func PlaintextNATS(addr, user, password string) (answer string, taken bool) {
-	return rawNATS(addr, nil, user, password)
+	return rawNATS(addr, nil, false, user, password)
 }
 
 // TLSNATS is PlaintextNATS over TLS with cfg after the server's INFO (a
-// client port's or a route's way): with the floor's CA and no client
-// certificate, what a route port that verifies its peers refuses.
+// client port's way).
 func TLSNATS(addr string, cfg *tls.Config, user, password string) (answer string, taken bool) {
-	return rawNATS(addr, cfg, user, password)
+	return rawNATS(addr, cfg, false, user, password)
 }
 
-func rawNATS(addr string, cfg *tls.Config, user, password string) (answer string, taken bool) {
+// TLSRoute is PlaintextNATS over TLS with cfg from the first byte (a
+// route port's way, which sends its INFO after the handshake): with the
+// floor's CA and no client certificate, what a route port that verifies
+// its peers refuses.
+func TLSRoute(addr string, cfg *tls.Config) (answer string, taken bool) {
+	return rawNATS(addr, cfg, true, "", "")
+}
+
+func rawNATS(addr string, cfg *tls.Config, tlsFirst bool, user, password string) (answer string, taken bool) {
 	raw, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return "dial: " + err.Error(), false
@@ -131,17 +138,31 @@ func rawNATS(addr string, cfg *tls.Config, user, password string) (answer string
 	defer raw.Close()
 	raw.SetDeadline(time.Now().Add(10 * time.Second))
 	var c net.Conn = raw
+	upgrade := func() error {
+		cfg = cfg.Clone()
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		tc := tls.Client(raw, cfg)
+		if err := tc.Handshake(); err != nil {
+			return err
+		}
+		c = tc
+		return nil
+	}
+	if cfg != nil && tlsFirst {
+		if err := upgrade(); err != nil {
+			return "TLS handshake: " + err.Error(), false
+		}
+	}
 	r := bufio.NewReader(c)
 	info, err := r.ReadString('\n')
 	if err != nil {
 		return "no INFO: " + err.Error(), false
 	}
-	if cfg != nil {
-		tc := tls.Client(raw, cfg)
-		if err := tc.Handshake(); err != nil {
+	if cfg != nil && !tlsFirst {
+		if err := upgrade(); err != nil {
 			return "TLS handshake: " + err.Error(), false
 		}
-		c, r = tc, bufio.NewReader(tc)
+		r = bufio.NewReader(c)
 	}
 	connect, _ := json.Marshal(map[string]any{"verbose": false, "pedantic": false, "tls_required": false, "user": user, "pass": password, "protocol": 1})
 	if _, err := fmt.Fprintf(c, "CONNECT %s\r\nPING\r\n", connect); err != nil {
