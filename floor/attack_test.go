@@ -336,7 +336,7 @@ func attackListeners(t *testing.T, f *floorsim.Floor, l3 floor.NATSLogin) {
 		}
 		// The same client with FLOOR-03's login and an id of its own is
 		// taken: the refusals above are the login's.
-		mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(nd.MQTTURL()).SetTLSConfig(cfg).SetClientID("x-"+l3.User).
+		mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(nd.MQTTURL()).SetTLSConfig(cfg).SetClientID("x-" + l3.User).
 			SetUsername(l3.User).SetPassword(l3.Password).SetConnectRetry(false).SetConnectTimeout(10 * time.Second))
 		if tok := mq.Connect(); !tok.WaitTimeout(15*time.Second) || tok.Error() != nil {
 			t.Errorf("%s MQTT, TLS, FLOOR-03's login: refused (%v): the MQTT client is broken", nd.Name, tok.Error())
