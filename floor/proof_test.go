@@ -190,7 +190,9 @@ func TestFloorProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	mendHead := trailHead(t, f.Tables[cut].Trail)
-	f.Tables[cut].Mend()
+	if err := f.Tables[cut].Mend(); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("witness 1's process started again, %s's bridge mended at row %d, after %s", f.Tables[cut].ID, mendHead, time.Since(cutAt).Round(time.Second))
 	if mendHead-cutHead < 20 {
 		t.Fatalf("%s wrote %d rows while its bridge was cut: too few to test its queue", f.Tables[cut].ID, mendHead-cutHead)

@@ -668,8 +668,13 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 		return nil, err
 	}
 	t.mosqConf = filepath.Join(dir, "mosquitto.conf")
+	// user root: Mosquitto started as root drops to the mosquitto user
+	// after reading its config, and the bridge reads its CA file then,
+	// from the test's private folder (a box's is world-readable, copied
+	// by tablectl init into /etc/mosquitto/tablectl). Not root: ignored.
 	mc := fmt.Sprintf(`listener %d 127.0.0.1
 allow_anonymous true
+user root
 persistence false
 log_dest stderr
 log_type error
@@ -799,7 +804,7 @@ func (t *Table) BrokerLog() string {
 func (t *Table) Cut() { t.proxy.SetCut(true) }
 
 // Mend lets the bridge reconnect.
-func (t *Table) Mend() { t.proxy.SetCut(false) }
+func (t *Table) Mend() error { return t.proxy.SetCut(false) }
 
 // Rewrite plays root on the table's box rewriting history: the controller
 // is stopped, the trail cut back to the commit at or below seq (the
@@ -870,11 +875,16 @@ func RewriteTrail(ctx context.Context, trail string, seq int64) (int64, error) {
 }
 
 // Proxy forwards TCP connections to the first cluster node that answers,
-// and can cut them all.
+// and can cut them all. While cut it does not listen: a bridge's connect
+// is refused, as to a floor out of reach, not accepted and dropped (which
+// Debian's Mosquitto 2.0.11 takes badly over TLS: a TLS bridge whose
+// handshake was cut by the far side stopped retrying for good in a run of
+// the proof; docs/floor.md).
 type Proxy struct {
-	ln      net.Listener
+	addr    string
 	cluster *natsserver.Cluster
 	mu      sync.Mutex
+	ln      net.Listener
 	cut     bool
 	conns   map[net.Conn]bool
 }
@@ -885,35 +895,45 @@ func NewProxy(c *natsserver.Cluster) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, cluster: c, conns: map[net.Conn]bool{}}
-	go p.serve()
+	p := &Proxy{addr: ln.Addr().String(), ln: ln, cluster: c, conns: map[net.Conn]bool{}}
+	go p.serve(ln)
 	return p, nil
 }
 
 // Addr is where the proxy listens.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.addr }
 
-// SetCut cuts every connection and refuses new ones while cut.
-func (p *Proxy) SetCut(cut bool) {
+// SetCut cuts every connection and stops listening while cut; uncut, it
+// listens again on the same address.
+func (p *Proxy) SetCut(cut bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut = cut
+	if cut == p.cut {
+		return nil
+	}
 	if cut {
+		p.cut = true
+		p.ln.Close()
 		for c := range p.conns {
 			c.Close()
 		}
+		return nil
 	}
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return fmt.Errorf("proxy: listen again on %s: %w", p.addr, err)
+	}
+	p.ln, p.cut = ln, false
+	go p.serve(ln)
+	return nil
 }
 
 // Close stops the proxy.
-func (p *Proxy) Close() {
-	p.ln.Close()
-	p.SetCut(true)
-}
+func (p *Proxy) Close() { p.SetCut(true) }
 
-func (p *Proxy) serve() {
+func (p *Proxy) serve(ln net.Listener) {
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
