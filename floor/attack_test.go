@@ -3,9 +3,12 @@ package floor_test
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -24,15 +27,21 @@ import (
 	"github.com/tablectl/tablectl/internal/testenv"
 )
 
-// TestFloorAttacks (issue 30, item 6): a floor with the shipped logins
-// (nats-server processes, floor.AuthConfig's block, two witnesses into
-// PostgreSQL, three dealing tables) is attacked as anyone on the floor's
+// TestFloorAttacks (issue 30, item 6): a floor as shipped (nats-server
+// processes on deploy/nats/floor-node.conf: every listener TLS, the routes
+// verifying each other, floor.AuthConfig's logins; two witnesses into
+// PostgreSQL, one a tablectl-floor witness process serving the floor view
+// over HTTPS; three dealing tables) is attacked as anyone on the floor's
 // network could, and as an insider with root on FLOOR-03's box (its
 // login, its key):
 //
-//   - anonymous NATS and MQTT clients (the latter taking FLOOR-01's
-//     client id): refused; FLOOR-03's login taking "tablectl-FLOOR-01":
-//     FLOOR-01 is not kicked (its id has a part no other login knows);
+//   - every listener in plaintext (the client port, the MQTT listener,
+//     the route port, the floor view), anonymous and with a real login:
+//     refused; over TLS anonymous or with a wrong password (NATS, MQTT
+//     taking FLOOR-01's client id, the floor view), and the route port
+//     over TLS without a certificate of the floor's CA: refused;
+//     FLOOR-03's login taking "tablectl-FLOOR-01": FLOOR-01 is not kicked
+//     (its id has a part no other login knows);
 //   - FLOOR-03's login publishing on FLOOR-01's events, checkpoint and
 //     status subjects, on floor/alerts and on the JetStream API (stream
 //     deletion, $JS.API.INFO): refused by the broker;
@@ -58,11 +67,13 @@ func TestFloorAttacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	floorExe := buildFloorBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	f, err := floorsim.Start(ctx, floorsim.Options{Logins: true, Dir: t.TempDir(), Tables: 3, Nodes: 3, Witness: 2,
 		CardPace: 50 * time.Millisecond, CoupPace: 250 * time.Millisecond, Seed: 30,
 		Postgres: floortest.PostgresURL(), Schema: schema, Exe: exe, Env: []string{childEnv + "=1"},
+		WitnessExe: floorExe, WitnessProcs: map[int]bool{1: true}, WitnessHTTP: true,
 		Heartbeat: time.Minute, Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +100,10 @@ func TestFloorAttacks(t *testing.T) {
 		defer func() {
 			t.Logf("the honest tables' longest standstill of witnessing: %s", longest.Round(100*time.Millisecond))
 		}()
+		// A sampling of the honest tables' progress every 200 ms, not a
+		// wait: it measures the longest standstill.
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
 		for watchCtx.Err() == nil {
 			for _, tb := range []string{"FLOOR-01", "FLOOR-02"} {
 				c := witnessedTo(tb)
@@ -103,7 +118,7 @@ func TestFloorAttacks(t *testing.T) {
 			}
 			select {
 			case <-watchCtx.Done():
-			case <-time.After(200 * time.Millisecond):
+			case <-tick.C:
 			}
 		}
 	}()
@@ -111,37 +126,27 @@ func TestFloorAttacks(t *testing.T) {
 		return witnessedTo("FLOOR-01") > 20 && witnessedTo("FLOOR-02") > 20 && witnessedTo("FLOOR-03") > 20
 	})
 	url := f.Cluster.URLs()
-	// Anonymous: refused on every listener.
-	if nc, err := nats.Connect(url); err == nil {
-		nc.Close()
-		t.Error("an anonymous NATS client connected")
-	}
-	for _, nd := range f.Cluster.Nodes {
-		mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + nd.MQTTAddr()).SetClientID("tablectl-FLOOR-01").SetConnectRetry(false))
-		if tok := mq.Connect(); tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
-			mq.Disconnect(0)
-			t.Errorf("an anonymous MQTT client took FLOOR-01's client id on %s", nd.Name)
-		}
-	}
-	// The insider on FLOOR-03's box: its login.
+	// l3 is the insider's: FLOOR-03's login, which it holds.
 	l3 := f.Logins.Tables["FLOOR-03"]
+	attackListeners(t, f, l3)
+	// The insider on FLOOR-03's box: its login.
 	// Taking FLOOR-01's session with it: the id it can guess is not the
 	// one FLOOR-01 uses, so FLOOR-01 is not kicked off.
 	lostBefore := strings.Count(f.Tables[0].Log(), "connection lost")
 	for _, nd := range f.Cluster.Nodes {
-		mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + nd.MQTTAddr()).SetClientID("tablectl-FLOOR-01").
+		mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(nd.MQTTURL()).SetTLSConfig(floorTLS(t, f)).SetClientID("tablectl-FLOOR-01").
 			SetUsername(l3.User).SetPassword(l3.Password).SetConnectRetry(false))
 		if tok := mq.Connect(); tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
 			mq.Disconnect(250)
 		}
 	}
 	violations := make(chan error, 64)
-	nc3, err := nats.Connect(url, nats.UserInfo(l3.User, l3.Password), nats.Timeout(floor.ConnectTimeout), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	nc3, err := nats.Connect(url, append(f.NATSOptions(l3), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		select {
 		case violations <- err:
 		default:
 		}
-	}))
+	}))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +209,7 @@ func TestFloorAttacks(t *testing.T) {
 	}
 	// A witness's login: no deleting.
 	wl := f.WitnessLogin(0)
-	ncw, err := nats.Connect(url, nats.UserInfo(wl.User, wl.Password), nats.Timeout(floor.ConnectTimeout))
+	ncw, err := nats.Connect(url, f.NATSOptions(wl)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,5 +271,115 @@ func TestFloorAttacks(t *testing.T) {
 			rep.WriteText(&b)
 			t.Errorf("%s against the witness:\n%s", tb.ID, b.String())
 		}
+	}
+}
+
+// floorTLS is a client's TLS on the floor: its CA trusted, no certificate.
+func floorTLS(t *testing.T, f *floorsim.Floor) *tls.Config {
+	t.Helper()
+	c, err := floor.ClientTLS(f.TLS.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// attackListeners tries every listener of the floor as anyone on its
+// network could: each in plaintext (anonymous, and with a real login that
+// a plaintext client would give away), over TLS anonymous and with a wrong
+// password, the route port over TLS without a certificate of the floor's
+// CA, the floor view in plain HTTP and over HTTPS without its login. Every
+// one must be refused; the same with the right login over TLS is taken (so
+// a refusal is the floor's doing, not a broken client).
+func attackListeners(t *testing.T, f *floorsim.Floor, l3 floor.NATSLogin) {
+	t.Helper()
+	cfg := floorTLS(t, f)
+	wrong := floor.NATSLogin{User: l3.User, Password: strings.ToUpper(l3.Password) + "x"}
+	refused := func(what string, said string, taken bool) {
+		t.Helper()
+		if taken {
+			t.Errorf("%s: taken (%s)", what, said)
+		} else {
+			t.Logf("refused: %s: %.160s", what, said)
+		}
+	}
+	for _, nd := range f.Cluster.Nodes {
+		client := strings.TrimPrefix(nd.URL(), "tls://")
+		route := fmt.Sprintf("127.0.0.1:%d", nd.RoutePort)
+		said, taken := floortest.PlaintextNATS(client, "", "")
+		refused(nd.Name+" client port, plaintext, anonymous", said, taken)
+		said, taken = floortest.PlaintextNATS(client, l3.User, l3.Password)
+		refused(nd.Name+" client port, plaintext, FLOOR-03's login", said, taken)
+		said, taken = floortest.TLSNATS(client, cfg, "", "")
+		refused(nd.Name+" client port, TLS, anonymous", said, taken)
+		said, taken = floortest.TLSNATS(client, cfg, wrong.User, wrong.Password)
+		refused(nd.Name+" client port, TLS, a wrong password", said, taken)
+		if said, taken := floortest.TLSNATS(client, cfg, l3.User, l3.Password); !taken {
+			t.Errorf("%s client port, TLS, FLOOR-03's login: refused (%s): the raw client is broken", nd.Name, said)
+		}
+		said, taken = floortest.PlaintextMQTT(nd.MQTTAddr(), "tablectl-FLOOR-01", "", "")
+		refused(nd.Name+" MQTT, plaintext, anonymous as tablectl-FLOOR-01", said, taken)
+		said, taken = floortest.PlaintextMQTT(nd.MQTTAddr(), "x-"+l3.User, l3.User, l3.Password)
+		refused(nd.Name+" MQTT, plaintext, FLOOR-03's login", said, taken)
+		for _, l := range []floor.NATSLogin{{}, wrong} {
+			o := mqtt.NewClientOptions().AddBroker(nd.MQTTURL()).SetTLSConfig(cfg).SetClientID("tablectl-FLOOR-01").SetConnectRetry(false).SetConnectTimeout(10 * time.Second)
+			if l.User != "" {
+				o.SetUsername(l.User).SetPassword(l.Password)
+			}
+			mq := mqtt.NewClient(o)
+			tok := mq.Connect()
+			ok := tok.WaitTimeout(15*time.Second) && tok.Error() == nil
+			if ok {
+				mq.Disconnect(0)
+			}
+			refused(fmt.Sprintf("%s MQTT, TLS, as tablectl-FLOOR-01 with login %q (anonymous or a wrong password)", nd.Name, l.User), fmt.Sprint(tok.Error()), ok)
+		}
+		// The same client with FLOOR-03's login and an id of its own is
+		// taken: the refusals above are the login's.
+		mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(nd.MQTTURL()).SetTLSConfig(cfg).SetClientID("x-" + l3.User).
+			SetUsername(l3.User).SetPassword(l3.Password).SetConnectRetry(false).SetConnectTimeout(10 * time.Second))
+		if tok := mq.Connect(); !tok.WaitTimeout(15*time.Second) || tok.Error() != nil {
+			t.Errorf("%s MQTT, TLS, FLOOR-03's login: refused (%v): the MQTT client is broken", nd.Name, tok.Error())
+		} else {
+			mq.Disconnect(0)
+		}
+		said, taken = floortest.PlaintextNATS(route, "", "")
+		refused(nd.Name+" route port, plaintext", said, taken)
+		said, taken = floortest.TLSRoute(route, cfg)
+		refused(nd.Name+" route port, TLS without a certificate of the floor's CA", said, taken)
+	}
+	// The floor view of the witness process: HTTPS with its login only.
+	view := f.ViewAddr(1)
+	if view == "" {
+		t.Fatal("witness 2 serves no floor view")
+	}
+	web := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+	get := func(c *http.Client, url string, l floor.Login) (int, string, error) {
+		req, _ := http.NewRequest("GET", url, nil)
+		if l.User != "" {
+			req.SetBasicAuth(l.User, l.Password)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode, string(b), nil
+	}
+	var code int
+	testenv.EventuallyErr(t, 30*time.Second, "the floor view over HTTPS with its login", func() error {
+		var err error
+		code, _, err = get(web, "https://"+view+"/floor.json", f.ViewLogin)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("%d", code)
+		}
+		return err
+	})
+	code, body, err := get(http.DefaultClient, "http://"+view+"/floor.json", f.ViewLogin)
+	refused("the floor view, plain HTTP, with its login", fmt.Sprintf("%d %v %.80s", code, err, body), code == http.StatusOK || strings.Contains(body, "FLOOR-01"))
+	for _, l := range []floor.Login{{}, {User: f.ViewLogin.User, Password: f.ViewLogin.Password + "x"}} {
+		code, body, err := get(web, "https://"+view+"/floor.json", l)
+		refused(fmt.Sprintf("the floor view, HTTPS, login %q (none or a wrong password)", l.User), fmt.Sprintf("%d %v", code, err), code != http.StatusUnauthorized || strings.Contains(body, "FLOOR-01"))
 	}
 }

@@ -62,9 +62,13 @@ var (
 )
 
 // TestFloorProof is the floor's proof (issue 17): a 3-node NATS cluster on
-// loopback, -floor.tables tables (controller process, simulated shoe at 10
-// times a dealer's pace, Mosquitto bridged as deploy/mosquitto says), two
-// witnesses into PostgreSQL, one of them a `tablectl-floor witness` process.
+// loopback as a floor runs it (deploy/nats/floor-node.conf: every
+// listener TLS, the floor's logins), -floor.tables tables (controller
+// process, simulated shoe at 10 times a dealer's pace, Mosquitto bridged
+// as deploy/mosquitto says and as `tablectl init --floor-login` writes
+// it: the table's login, TLS verified with the floor's CA, a client id
+// with a random part), two witnesses into PostgreSQL, one of them a
+// `tablectl-floor witness` process, each on a witness's login.
 // While the tables deal: one NATS node is killed, the witness process is
 // killed with SIGKILL and started again a "minute" later, one table's
 // bridge is cut for a "minute" (what it queued must reach the floor: no
@@ -105,7 +109,7 @@ func TestFloorProof(t *testing.T) {
 	var alerts []floor.Alert
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	f, err := floorsim.Start(ctx, floorsim.Options{Dir: t.TempDir(), Tables: *proofTables, Nodes: 3, Witness: 2,
+	f, err := floorsim.Start(ctx, floorsim.Options{Logins: true, Dir: t.TempDir(), Tables: *proofTables, Nodes: 3, Witness: 2,
 		CardPace: 100 * time.Millisecond, CoupPace: 500 * time.Millisecond, Seed: 17,
 		Postgres: floortest.PostgresURL(), Schema: schema, Bridge: string(bridge), Proxied: map[int]bool{cut: true},
 		Exe: exe, Env: []string{childEnv + "=1"}, WitnessExe: tablectl, WitnessProcs: map[int]bool{0: true},
@@ -186,7 +190,9 @@ func TestFloorProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	mendHead := trailHead(t, f.Tables[cut].Trail)
-	f.Tables[cut].Mend()
+	if err := f.Tables[cut].Mend(); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("witness 1's process started again, %s's bridge mended at row %d, after %s", f.Tables[cut].ID, mendHead, time.Since(cutAt).Round(time.Second))
 	if mendHead-cutHead < 20 {
 		t.Fatalf("%s wrote %d rows while its bridge was cut: too few to test its queue", f.Tables[cut].ID, mendHead-cutHead)
@@ -350,7 +356,8 @@ func testLog(t *testing.T) *slog.Logger {
 // again by whichever witness asks first.
 func pinToProcess(t *testing.T, ctx context.Context, f *floorsim.Floor) {
 	t.Helper()
-	nc, err := nats.Connect(f.Cluster.URLs())
+	// Unpinning is the JetStream API's: the admin's login.
+	nc, err := nats.Connect(f.Cluster.URLs(), f.NATSOptions(f.Logins.Admin)...)
 	if err != nil {
 		t.Fatal(err)
 	}

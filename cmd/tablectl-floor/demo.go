@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -40,7 +42,9 @@ func runDemo(args []string, stdout io.Writer) error {
 	fs.Usage = func() {
 		usageHead(fs.Output(), "demo", "--tables N [flags]", `Runs a floor on this machine: --tables N simulated tables (a shoe and a
 controller process each, this binary's run), a 3-node NATS cluster in
-this process, two witnesses and the floor view. The witnessed copy is
+this process, two witnesses and the floor view, as a floor runs them:
+every link TLS with a CA made for the run (in --dir), every client on a
+login of its own. The witnessed copy is
 SQLite in --dir (nothing to install), or PostgreSQL with --floor-db. It
 prints where to look. Ctrl-C stops it. docs/floor.md.`)
 		printFlags(fs.Output(), fs)
@@ -119,10 +123,9 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 		return err
 	}
 	defer f.Close()
-	// The floor view reads the broker on a witness's login: no client
-	// of the demo's floor is anonymous.
-	vl := f.WitnessLogin(0)
-	nc, err := nats.Connect(f.Cluster.URLs(), nats.UserInfo(vl.User, vl.Password), nats.Timeout(floor.ConnectTimeout))
+	// The floor view reads the broker on a witness's login, over TLS: no
+	// client of the demo's floor is anonymous or in clear.
+	nc, err := nats.Connect(f.Cluster.URLs(), f.NATSOptions(f.WitnessLogin(0))...)
 	if err != nil {
 		return err
 	}
@@ -134,9 +137,14 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	if err := os.WriteFile(passFile, []byte(login.Password+"\n"), 0o600); err != nil {
 		return err
 	}
+	// The floor view over HTTPS, its certificate from the floor's CA.
+	viewTLS, err := viewCert(f.TLS.CAFile, ln.Addr().String())
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{Handler: login.Guard(v), ReadHeaderTimeout: 10 * time.Second}
 	go v.Run(ctx, nc, floor.DefaultStatusStream, 2*time.Second)
-	go srv.Serve(ln)
+	go srv.Serve(tls.NewListener(ln, viewTLS))
 	defer srv.Close()
 	first := f.Tables[0]
 	store, verify := fmt.Sprintf("%s, schema %s", *fl.db, *fl.schema), fmt.Sprintf("'%s' --witness-schema %s", *fl.db, *fl.schema)
@@ -145,8 +153,9 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
 	}
 	fmt.Fprintf(stdout, `tablectl-floor demo: a floor of %d simulated tables (%s ... %s) on this machine.
 
-  floor view       http://%s/   (user %s, password %s, in %s)
+  floor view       https://%s/   (user %s, password %s, in %s)
   floor broker     %s   (NATS, JetStream; MQTT on %s ...; logins only: each table, witness and the admin its own)
+  floor CA         %s   (every link is TLS: curl --cacert, mosquitto_sub --cafile, nats --tlsca)
   floor alerts     floor/alerts on the broker's MQTT listener
   witnessed rows   %s (tables rows, checkpoints, alerts, forks)
   trails           %s/<table>/trail.db
@@ -154,11 +163,36 @@ func floorDemo(ctx context.Context, fl floorDemoOptions, o controller.DemoOption
                    tablectl-floor verify --db %s --pubkey %s --witness %s
 
 Ctrl-C stops it.
-`, len(f.Tables), first.ID, f.Tables[len(f.Tables)-1].ID, ln.Addr(), login.User, login.Password, passFile, f.Cluster.URLs(), f.Cluster.Nodes[0].MQTTAddr(),
-		store, dir, first.Trail, first.PubKey, verify)
+`, len(f.Tables), first.ID, f.Tables[len(f.Tables)-1].ID, ln.Addr(), login.User, login.Password, passFile, f.Cluster.URLs(), f.Cluster.Nodes[0].MQTTURL(),
+		f.TLS.CAFile, store, dir, first.Trail, first.PubKey, verify)
 	<-ctx.Done()
 	fmt.Fprintf(stdout, "\nstopped; the trails are in %s, the witnessed copy is %s\n", dir, store)
 	return nil
+}
+
+// viewCert is the demo's floor view's TLS: a certificate for addr's host
+// (and loopback's names), signed by the floor's CA beside caFile.
+func viewCert(caFile, addr string) (*tls.Config, error) {
+	dir := filepath.Dir(caFile)
+	ca, err := floor.EnsureCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	hosts := []string{"127.0.0.1", "localhost"}
+	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" && !slices.Contains(hosts, h) {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+			hosts = append(hosts, h)
+		}
+	}
+	cert, key, err := ca.EnsureCert(dir, "floor-view", hosts)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 func dropSchema(ctx context.Context, url, schema string) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,7 +21,9 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/nats-io/nats.go"
 
+	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/controller"
+	"github.com/tablectl/tablectl/internal/floortest"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
@@ -65,31 +68,41 @@ func TestFloorDemo(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- floorDemo(ctx, fl, o, out) }()
 	var url, user, password string
-	deadline := time.Now().Add(60 * time.Second)
-	for url == "" {
-		// floor view       http://ADDR/   (user U, password P, in FILE)
-		if i := strings.Index(out.String(), "floor view       http://"); i >= 0 {
+	testenv.Eventually(t, 60*time.Second, "the floor view's address, user and password printed", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the demo stopped: %v\n%s", err, out.String())
+		default:
+		}
+		// floor view       https://ADDR/   (user U, password P, in FILE)
+		if i := strings.Index(out.String(), "floor view       https://"); i >= 0 {
 			f := strings.Fields(strings.NewReplacer("(", " ", ",", " ").Replace(strings.SplitN(out.String()[i+len("floor view       "):], "\n", 2)[0]))
 			if len(f) >= 5 && f[1] == "user" && f[3] == "password" {
 				url, user, password = f[0], f[2], f[4]
 			}
 		}
-		select {
-		case err := <-done:
-			t.Fatalf("the demo stopped: %v\n%s", err, out.String())
-		case <-time.After(100 * time.Millisecond):
+		return url != ""
+	})
+	field := func(label string, n int) string {
+		i := strings.Index(out.String(), label)
+		if i < 0 {
+			t.Fatalf("no %q line:\n%s", label, out.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no floor view after 60s:\n%s", out.String())
-		}
+		return strings.Fields(strings.SplitN(out.String()[i:], "\n", 2)[0])[n]
 	}
+	caFile := field("floor CA ", 2)
+	caTLS, err := floor.ClientTLS(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := &http.Client{Transport: &http.Transport{TLSClientConfig: caTLS}, Timeout: 10 * time.Second}
 	// Without the login, or with another password: 401.
 	for _, pw := range []string{"", password + "x"} {
 		req, _ := http.NewRequest("GET", url+"floor.json", nil)
 		if pw != "" {
 			req.SetBasicAuth(user, pw)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := web.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,15 +111,17 @@ func TestFloorDemo(t *testing.T) {
 			t.Fatalf("floor.json with password %q: %s, want 401", pw, resp.Status)
 		}
 	}
-	for {
+	var last []byte
+	testenv.EventuallyErr(t, 90*time.Second, "the floor view shows three tables dealing and witnessed", func() error {
 		req, _ := http.NewRequest("GET", url+"floor.json", nil)
 		req.SetBasicAuth(user, password)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := web.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		last = b
 		var snap struct {
 			Tables []struct {
 				Table     string `json:"table"`
@@ -125,24 +140,68 @@ func TestFloorDemo(t *testing.T) {
 			}
 			ok = ok && tb.Status != nil && tb.Witnessed > 50
 		}
-		if ok {
-			break
+		if !ok {
+			return fmt.Errorf("floor.json: %s", last)
 		}
-		if time.Now().After(deadline.Add(30 * time.Second)) {
-			t.Fatalf("the floor view does not show three tables dealing and witnessed: %s", b)
+		return nil
+	})
+	// No plaintext and no anonymous client anywhere on the demo's floor:
+	// the broker's client port and MQTT listener, and the floor view.
+	natsURL, mqttURL := field("floor broker ", 2), field("floor broker ", 7)
+	// In clear, as a client written from the protocol's text (a library
+	// would switch to TLS when the server asks).
+	natsAddr := strings.TrimPrefix(strings.Split(natsURL, ",")[0], "tls://")
+	if said, taken := floortest.PlaintextNATS(natsAddr, "", ""); taken {
+		t.Errorf("an anonymous NATS client in plaintext was taken at %s", natsAddr)
+	} else {
+		t.Logf("NATS in plaintext, anonymous: refused: %s", said)
+	}
+	for _, c := range []struct {
+		what string
+		opts []nats.Option
+		url  string
+	}{
+		{"over TLS, anonymous", []nats.Option{nats.RootCAs(caFile)}, natsURL},
+		{"over TLS, a wrong password", []nats.Option{nats.RootCAs(caFile), nats.UserInfo("bridge-FLOOR-01", "not-the-password-at-all")}, natsURL},
+	} {
+		if nc, err := nats.Connect(c.url, append(c.opts, nats.Timeout(10*time.Second))...); err == nil {
+			nc.Close()
+			t.Errorf("a NATS client %s connected to %s", c.what, c.url)
+		} else {
+			t.Logf("NATS %s: refused: %v", c.what, err)
 		}
-		time.Sleep(500 * time.Millisecond)
 	}
-	// No anonymous client on the demo's floor broker: NATS and MQTT.
-	line := strings.Fields(strings.SplitN(out.String()[strings.Index(out.String(), "floor broker     "):], "\n", 2)[0])
-	if nc, err := nats.Connect(line[2]); err == nil {
-		nc.Close()
-		t.Fatalf("an anonymous NATS client connected to %s", line[2])
+	if !strings.HasPrefix(mqttURL, "ssl://") {
+		t.Fatalf("the MQTT listener %s is not TLS", mqttURL)
 	}
-	mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + line[7]).SetClientID("tablectl-FLOOR-01").SetConnectRetry(false))
-	if tok := mq.Connect(); tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
-		mq.Disconnect(0)
-		t.Fatalf("an anonymous MQTT client took the table's client id at %s", line[7])
+	mqttAddr := strings.TrimPrefix(mqttURL, "ssl://")
+	if said, taken := floortest.PlaintextMQTT(mqttAddr, "tablectl-FLOOR-01", "", ""); taken {
+		t.Errorf("an anonymous MQTT client in plaintext was taken at %s", mqttAddr)
+	} else {
+		t.Logf("MQTT in plaintext, anonymous: refused: %s", said)
+	}
+	for _, c := range []struct{ what, broker string }{
+		{"in plaintext", "tcp://" + mqttAddr},
+		{"over TLS", mqttURL},
+	} {
+		mq := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(c.broker).SetTLSConfig(caTLS).SetClientID("tablectl-FLOOR-01").SetConnectRetry(false).SetConnectTimeout(10 * time.Second))
+		if tok := mq.Connect(); tok.WaitTimeout(15*time.Second) && tok.Error() == nil {
+			mq.Disconnect(0)
+			t.Errorf("an anonymous MQTT client %s took the table's client id at %s", c.what, c.broker)
+		} else {
+			t.Logf("MQTT anonymous %s: refused: %v", c.what, tok.Error())
+		}
+	}
+	// The floor view in plaintext, even with its password: not served.
+	req, _ := http.NewRequest("GET", "http://"+strings.TrimPrefix(url, "https://")+"floor.json", nil)
+	req.SetBasicAuth(user, password)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK || strings.Contains(string(b), "FLOOR-01") {
+			t.Errorf("the floor view answered plain HTTP: %s %s", resp.Status, b)
+		}
+		t.Logf("the floor view in plain HTTP: %s", resp.Status)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -156,7 +215,7 @@ func TestFloorDemo(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("no verify line:\n%s", out.String())
 	}
-	line = strings.Fields(strings.SplitN(out.String()[i:], "\n", 2)[0])
+	line := strings.Fields(strings.SplitN(out.String()[i:], "\n", 2)[0])
 	if !slices.Contains(line, "--witness") || strings.HasPrefix(line[slices.Index(line, "--witness")+1], "postgres") {
 		t.Fatalf("the verify line names no SQLite witness: %q", line)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -28,8 +27,10 @@ func runView(args []string, stdout io.Writer) error {
 	fs.Usage = func() {
 		usageHead(fs.Output(), "view", "--db URL --registry FILE --http ADDR --http-password-file FILE [flags]", `Serves the floor view (every table's status, witnessed rows and floor
 alerts, live) from the floor's database and the status stream, behind
-HTTP basic auth; the same page as witness --http, on a machine of its
-own. docs/floor.md.`)
+HTTP basic auth, over HTTPS (--tls-cert, --tls-key; plain HTTP on
+loopback only); the same page as witness --http, on a machine of its
+own. With --nats-ca the broker is reached over TLS, verified with the
+floor's CA. docs/floor.md.`)
 		printFlags(fs.Output(), fs)
 	}
 	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "the floor broker's `URLs`, comma-separated")
@@ -43,6 +44,7 @@ own. docs/floor.md.`)
 	var login floor.Login
 	fs.StringVar(&login.User, "http-user", "floor", "the floor view's HTTP basic-auth `user`")
 	passFile := fs.String("http-password-file", "", "the floor view's password: a `file` of one line (required)")
+	tl := tlsFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -54,6 +56,12 @@ own. docs/floor.md.`)
 		return fmt.Errorf("--http-password-file: %w", err)
 	}
 	login.Password = p
+	// Before anything starts: plain HTTP off loopback is refused here.
+	ln, scheme, err := tl.listenView(*httpAddr)
+	if err != nil {
+		return fmt.Errorf("--http: %w", err)
+	}
+	defer ln.Close()
 	reg, err := floor.LoadRegistry(*registry)
 	if err != nil {
 		return err
@@ -65,7 +73,7 @@ own. docs/floor.md.`)
 		return err
 	}
 	defer st.Close()
-	opts := []nats.Option{nats.MaxReconnects(-1), nats.Timeout(floor.ConnectTimeout)}
+	opts := append([]nats.Option{nats.MaxReconnects(-1), nats.Timeout(floor.ConnectTimeout)}, tl.natsOptions()...)
 	if *natsUser != "" || *natsPass != "" {
 		opt, err := natsLogin(*natsUser, *natsPass)
 		if err != nil {
@@ -78,15 +86,11 @@ own. docs/floor.md.`)
 		return fmt.Errorf("--nats: %w", err)
 	}
 	defer nc.Close()
-	ln, err := net.Listen("tcp", *httpAddr)
-	if err != nil {
-		return fmt.Errorf("--http: %w", err)
-	}
 	v := floor.NewView(st, reg, floor.Subjects{}, nil, slog.Default())
 	srv := &http.Server{Handler: login.Guard(v), ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); srv.Close() }()
 	go v.Run(ctx, nc, *statusStream, 2*time.Second)
-	fmt.Fprintf(stdout, "floor view on http://%s/\n", ln.Addr())
+	fmt.Fprintf(stdout, "floor view on %s://%s/\n", scheme, ln.Addr())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

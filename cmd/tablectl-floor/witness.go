@@ -33,7 +33,9 @@ JetStream stream, checks each row's hash and link and each checkpoint's
 signature against the table's registered key, keeps every row exactly once
 in PostgreSQL and raises floor alerts (floor/alerts). Run two or more: they
 share the work. With --http it serves the floor view, behind HTTP basic
-auth (--http-user, --http-password-file). docs/floor.md.`)
+auth (--http-user, --http-password-file), over HTTPS (--tls-cert,
+--tls-key; plain HTTP on loopback only). With --nats-ca the broker is
+reached over TLS, verified with the floor's CA. docs/floor.md.`)
 		printFlags(fs.Output(), fs)
 	}
 	var cfg floor.Config
@@ -57,12 +59,14 @@ auth (--http-user, --http-password-file). docs/floor.md.`)
 	var login floor.Login
 	fs.StringVar(&login.User, "http-user", "floor", "the floor view's HTTP basic-auth `user`")
 	passFile := fs.String("http-password-file", "", "the floor view's password: a `file` of one line (required with --http)")
+	tl := tlsFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *db == "" || *registry == "" {
 		return usageError(fs, "--db and --registry are required")
 	}
+	var view viewListener
 	if *httpAddr != "" {
 		if *passFile == "" || login.User == "" {
 			return usageError(fs, "--http needs --http-user and --http-password-file: the floor view shows every table's alerts")
@@ -72,6 +76,11 @@ auth (--http-user, --http-password-file). docs/floor.md.`)
 			return fmt.Errorf("--http-password-file: %w", err)
 		}
 		login.Password = p
+		// Before anything starts: plain HTTP off loopback is refused here.
+		if view.ln, view.scheme, err = tl.listenView(*httpAddr); err != nil {
+			return fmt.Errorf("--http: %w", err)
+		}
+		defer view.ln.Close()
 	}
 	if *natsUser != "" || *natsPass != "" {
 		opt, err := natsLogin(*natsUser, *natsPass)
@@ -80,6 +89,7 @@ auth (--http-user, --http-password-file). docs/floor.md.`)
 		}
 		cfg.NATSOptions = append(cfg.NATSOptions, opt)
 	}
+	cfg.NATSOptions = append(cfg.NATSOptions, tl.natsOptions()...)
 	reg, err := floor.LoadRegistry(*registry)
 	if err != nil {
 		return err
@@ -97,12 +107,18 @@ auth (--http-user, --http-password-file). docs/floor.md.`)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return witness(ctx, cfg, *db, *schema, *httpAddr, login, stdout)
+	return witness(ctx, cfg, *db, *schema, view, login, stdout)
 }
 
-// witness runs a witness (and the floor view on httpAddr behind login, if
+// viewListener is where the floor view serves (nil: no view) and how.
+type viewListener struct {
+	ln     net.Listener
+	scheme string
+}
+
+// witness runs a witness (and the floor view on view behind login, if
 // set) until ctx is done.
-func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string, login floor.Login, stdout io.Writer) error {
+func witness(ctx context.Context, cfg floor.Config, db, schema string, view viewListener, login floor.Login, stdout io.Writer) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	reg := cfg.Registry
@@ -119,12 +135,9 @@ func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string,
 	defer w.Close()
 	var wg sync.WaitGroup
 	var srvErr error
-	if httpAddr != "" {
+	if ln := view.ln; ln != nil {
+		defer ln.Close()
 		v := floor.NewView(cfg.Store, reg, cfg.Subjects, nil, slog.Default())
-		ln, err := net.Listen("tcp", httpAddr)
-		if err != nil {
-			return fmt.Errorf("floor view: %w", err)
-		}
 		srv := &http.Server{Handler: login.Guard(v), ReadHeaderTimeout: 10 * time.Second}
 		wg.Add(2)
 		go func() { defer wg.Done(); v.Run(ctx, w.Conn(), w.StatusStream(), 2*time.Second) }()
@@ -135,7 +148,7 @@ func witness(ctx context.Context, cfg floor.Config, db, schema, httpAddr string,
 			}
 		}()
 		go func() { <-ctx.Done(); srv.Close() }()
-		fmt.Fprintf(stdout, "floor view on http://%s/\n", ln.Addr())
+		fmt.Fprintf(stdout, "floor view on %s://%s/\n", view.scheme, ln.Addr())
 	}
 	slog.Info("witness running", "name", cfg.Name, "nats", cfg.NATS, "tables", len(reg.Tables))
 	err = w.Run(ctx)

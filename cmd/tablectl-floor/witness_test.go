@@ -6,8 +6,10 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +25,7 @@ import (
 	"github.com/tablectl/tablectl/floor"
 	"github.com/tablectl/tablectl/internal/floorsim"
 	"github.com/tablectl/tablectl/internal/floortest"
+	"github.com/tablectl/tablectl/internal/testenv"
 )
 
 func copyFile(t *testing.T, from, to string) {
@@ -161,21 +164,28 @@ func TestWitnessCommand(t *testing.T) {
 	}
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
 	go func() {
 		done <- witness(ctx, floor.Config{Name: "t", NATS: cluster.URLs(), Replicas: 1, Registry: reg, Logger: slog.New(slog.DiscardHandler)},
-			floortest.PostgresURL(), schema, "127.0.0.1:0", floor.Login{User: "floor", Password: "pw-17"}, out)
+			floortest.PostgresURL(), schema, viewListener{ln, "http"}, floor.Login{User: "floor", Password: "pw-17"}, out)
+		close(stopped)
 	}()
 	var view string
-	for view == "" {
+	testenv.Eventually(t, 30*time.Second, "the floor view's address printed", func() bool {
+		select {
+		case <-stopped:
+			t.Fatalf("witness stopped: %v", <-done)
+		default:
+		}
 		if i := strings.Index(out.String(), "floor view on "); i >= 0 {
 			view = strings.Fields(out.String()[i+len("floor view on "):])[0]
 		}
-		select {
-		case err := <-done:
-			t.Fatalf("witness stopped: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return view != ""
+	})
 	// A table publishes a row and its checkpoint, as the bridge brings them.
 	st, err := audit.Open(ctx, filepath.Join(dir, "trail.db"), audit.Options{Table: "BAC-07", Key: key, CheckpointEvery: 1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -194,18 +204,20 @@ func TestWitnessCommand(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err1 := js.Publish(ctx, "tablectl.BAC-07.pit.events", ev)
-		_, err2 := js.Publish(ctx, "tablectl.BAC-07.pit.checkpoint", cp)
-		if err1 == nil && err2 == nil {
-			break
+	// The witness makes the stream: publishing fails until it has.
+	published := 0
+	testenv.EventuallyErr(t, 30*time.Second, "the row and checkpoint published on the stream", func() error {
+		for _, m := range []struct {
+			subj string
+			data []byte
+		}{{"tablectl.BAC-07.pit.events", ev}, {"tablectl.BAC-07.pit.checkpoint", cp}}[published:] {
+			if _, err := js.Publish(ctx, m.subj, m.data); err != nil {
+				return err
+			}
+			published++
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("publish: %v %v", err1, err2)
-		}
-		time.Sleep(200 * time.Millisecond) // the witness makes the stream
-	}
+		return nil
+	})
 	get := func(user, pw string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest("GET", view+"floor.json", nil)
@@ -225,20 +237,17 @@ func TestWitnessCommand(t *testing.T) {
 			t.Fatalf("floor view as %q/%q: %s, want 401 with a challenge", c[0], c[1], resp.Status)
 		}
 	}
-	for {
+	testenv.EventuallyErr(t, 30*time.Second, "the row and its checkpoint witnessed and on the floor view", func() error {
 		var n, cps int64
 		pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+schema+`.rows), (SELECT count(*) FROM `+schema+`.checkpoints WHERE verified)`).Scan(&n, &cps)
 		resp := get("floor", "pw-17")
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if n == 1 && cps == 1 && strings.Contains(string(b), `"witnessed":1`) {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d rows, %d verified checkpoints witnessed; floor view %s", n, cps, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%d rows, %d verified checkpoints witnessed; floor view %s", n, cps, b)
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -258,5 +267,34 @@ func TestWitnessViewNeedsLogin(t *testing.T) {
 		"--http-password-file", filepath.Join(t.TempDir(), "missing")}, &out)
 	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--http-password-file") {
 		t.Fatalf("--http-password-file missing: %v", err)
+	}
+}
+
+// TestViewPlainHTTPOffLoopback: the floor view serves plain HTTP on
+// loopback only; off it, `witness --http` and `view --http` without
+// --tls-cert and --tls-key are refused before anything starts, saying so.
+func TestViewPlainHTTPOffLoopback(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "view.password")
+	if err := os.WriteFile(pw, []byte("pw-17-pw-17-pw-17\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--db", filepath.Join(dir, "floor.db"), "--registry", "none.json", "--http-password-file", pw}
+	for _, c := range []struct {
+		name string
+		run  func([]string, io.Writer) error
+		args []string
+	}{
+		{"witness all interfaces", runWitness, []string{"--http", "0.0.0.0:0"}},
+		{"witness on a LAN address", runWitness, []string{"--http", "192.0.2.1:8090"}},
+		{"view all interfaces", runView, []string{"--http", ":0"}},
+		{"witness a certificate without its key", runWitness, []string{"--http", "127.0.0.1:0", "--tls-cert", pw}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.run(append(append([]string{}, common...), c.args...), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), "--http") || !strings.Contains(err.Error(), "--tls-") {
+				t.Fatalf("%v: %v, want --http refused naming --tls-cert/--tls-key", c.args, err)
+			}
+		})
 	}
 }

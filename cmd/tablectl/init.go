@@ -26,7 +26,11 @@ Mosquitto's password file and ACL for the table. Files the service reads
 are root's, mode 0640, group --group. It never overwrites a file: run it
 again and it makes only what is missing. What must leave the box (the
 supervisor's private key, the screens' and tools' broker passwords, the
-checkpoint public key) is listed with where it goes.`)
+checkpoint public key) is listed with where it goes. On a floor's table,
+--floor-login, --floor-ca and --floor-node write Mosquitto's bridge to the
+floor (conf.d/tablectl-bridge.conf, 0600): the table's floor login, TLS
+verified with the floor's CA, a client id with a random part
+(docs/floor.md).`)
 		printFlags(fs.Output(), fs)
 	}
 	o := provision.Options{}
@@ -36,12 +40,22 @@ checkpoint public key) is listed with where it goes.`)
 	fs.StringVar(&o.Mosquitto, "mosquitto", "/etc/mosquitto", "Mosquitto's config `DIR` for tablectl.passwd and tablectl/acl; empty leaves Mosquitto alone")
 	fs.StringVar(&o.MosquittoACL, "mosquitto-acl", "/usr/share/tablectl/mosquitto/acl", "the ACL template `FILE` (deploy/mosquitto/acl)")
 	fs.StringVar(&o.Group, "group", "tablectl", "the service's `GROUP`, which reads the files it needs (as root)")
+	fs.StringVar(&o.FloorLogin, "floor-login", "", "the table's floor login: the password `FILE` tablectl-floor init made for it (bridge-ID.password); writes Mosquitto's bridge to the floor")
+	fs.StringVar(&o.FloorCA, "floor-ca", "", "the floor's CA `FILE` (tablectl-floor init's ca.crt), with --floor-login")
+	fs.Func("floor-node", "a floor node's MQTT listener `HOST:PORT` (repeatable, in the order the bridge tries them), with --floor-login", func(s string) error {
+		o.FloorNodes = append(o.FloorNodes, s)
+		return nil
+	})
+	fs.StringVar(&o.Bridge, "bridge-template", "/usr/share/tablectl/mosquitto/bridge.conf", "the bridge template `FILE` (deploy/mosquitto/bridge.conf)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if o.Supervisor == "" {
 		return usageError(fs, "--supervisor is required")
+	}
+	if o.FloorLogin != "" && (o.FloorCA == "" || len(o.FloorNodes) == 0) {
+		return usageError(fs, "--floor-login needs --floor-ca and at least one --floor-node: the bridge goes to the floor over TLS only")
 	}
 	if _, err := os.Stat(o.MosquittoACL); err != nil {
 		o.MosquittoACL = ""

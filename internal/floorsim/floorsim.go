@@ -38,6 +38,7 @@ import (
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/base/clock"
 	"github.com/tablectl/tablectl/floor"
+	"github.com/tablectl/tablectl/internal/floorbridge"
 	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/logtail"
 	"github.com/tablectl/tablectl/internal/natsserver"
@@ -51,9 +52,12 @@ const WitnessKeyName = "floor-witness"
 
 // Options say what floor to run.
 type Options struct {
-	// Logins runs the cluster with the floor's logins (floor.AuthConfig):
-	// each table's controller and each witness on its own, the streams
-	// made with the admin's, no anonymous client.
+	// Logins runs the cluster as a floor runs it: the node config as
+	// shipped (natsserver.StartFloor: every listener TLS with a CA made
+	// for the run, the routes verifying each other) and the floor's logins
+	// (floor.AuthConfig): each table's controller or bridge and each
+	// witness on its own, the streams made with the admin's, no anonymous
+	// client, no plaintext.
 	Logins   bool
 	Dir      string
 	Tables   int
@@ -86,6 +90,10 @@ type Options struct {
 	// by KillWitness. The others run in this process.
 	WitnessExe   string
 	WitnessProcs map[int]bool
+	// WitnessHTTP has the witness processes serve the floor view
+	// (--http on loopback, behind ViewLogin; over HTTPS with a certificate
+	// of the floor's CA with Logins).
+	WitnessHTTP bool
 	// Exe and Env run a controller: Exe run --config FILE.
 	Exe       string
 	Env       []string
@@ -103,7 +111,10 @@ type Broker interface {
 // Floor is a running floor.
 type Floor struct {
 	// Logins are the floor broker's logins (Options.Logins; empty without).
-	Logins  floor.Logins
+	Logins floor.Logins
+	// TLS are the floor's CA and the nodes' certificate (Options.Logins;
+	// empty without): every client trusts TLS.CAFile.
+	TLS     natsserver.TLS
 	o       Options
 	Cluster *natsserver.Cluster
 	// Pool is the PostgreSQL store's pool (nil with SQLite).
@@ -117,6 +128,9 @@ type Floor struct {
 	authority string
 	log       *slog.Logger
 
+	// ViewLogin is the floor view's login (Options.WitnessHTTP).
+	ViewLogin floor.Login
+
 	mu              sync.Mutex
 	witnesses       []*witnessRun
 	deadWitnessLogs []string
@@ -125,6 +139,7 @@ type Floor struct {
 type witnessRun struct {
 	w      *floor.Witness // in this process
 	cmd    *exec.Cmd      // or a process of its own
+	view   string         // where its floor view serves (Options.WitnessHTTP)
 	log    *logtail.Buffer
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -175,8 +190,13 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 		if auth, err = f.makeLogins(); err != nil {
 			return nil, err
 		}
+		if f.TLS, err = makeTLS(filepath.Join(o.Dir, "tls")); err != nil {
+			return nil, err
+		}
 	}
-	if o.EmbeddedNATS {
+	if o.Logins {
+		f.Cluster, err = natsserver.StartFloor(ctx, filepath.Join(o.Dir, "nats"), natsserver.Options{Nodes: o.Nodes, Auth: auth, TLS: f.TLS, Embedded: o.EmbeddedNATS})
+	} else if o.EmbeddedNATS {
 		f.Cluster, err = natsserver.StartEmbeddedAuth(ctx, filepath.Join(o.Dir, "nats"), o.Nodes, auth)
 	} else {
 		f.Cluster, err = natsserver.StartAuth(ctx, filepath.Join(o.Dir, "nats"), o.Nodes, auth)
@@ -211,7 +231,7 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 	if o.Logins {
 		// The streams and the consumer are the admin's to make.
 		cfg := f.WitnessConfig(0)
-		cfg.Name, cfg.NATSOptions, cfg.ShoeKeep = "admin", []nats.Option{nats.UserInfo(f.Logins.Admin.User, f.Logins.Admin.Password)}, -1
+		cfg.Name, cfg.NATSOptions, cfg.ShoeKeep = "admin", f.NATSOptions(f.Logins.Admin), -1
 		w, err := floor.New(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("the admin's streams: %w", err)
@@ -241,10 +261,29 @@ func (f *Floor) WitnessConfig(i int) floor.Config {
 		Registry: f.Registry, Key: f.key, KeyName: WitnessKeyName, Logger: f.log.With("part", fmt.Sprintf("witness-%d", i+1)),
 		OnAlert: f.o.OnAlert, Clock: clock.Real}
 	if f.o.Logins {
-		l := f.WitnessLogin(i)
-		c.NATSOptions = []nats.Option{nats.UserInfo(l.User, l.Password)}
+		c.NATSOptions = f.NATSOptions(f.WitnessLogin(i))
 	}
 	return c
+}
+
+// NATSOptions connect to the floor's cluster with login l, over TLS
+// with the floor's CA (Options.Logins).
+func (f *Floor) NATSOptions(l floor.NATSLogin) []nats.Option {
+	return []nats.Option{nats.UserInfo(l.User, l.Password), nats.RootCAs(f.TLS.CAFile), nats.Timeout(floor.ConnectTimeout)}
+}
+
+// makeTLS makes the floor's CA in dir and the nodes' certificate for
+// loopback, as tablectl-floor init does for a floor's nodes.
+func makeTLS(dir string) (natsserver.TLS, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return natsserver.TLS{}, err
+	}
+	ca, err := floor.EnsureCA(dir)
+	if err != nil {
+		return natsserver.TLS{}, err
+	}
+	cert, key, err := ca.EnsureCert(dir, "node", []string{"127.0.0.1", "localhost"})
+	return natsserver.TLS{CAFile: ca.CertFile, CertFile: cert, KeyFile: key}, err
 }
 
 // WitnessLogin is witness i's login at the floor broker (with Logins).
@@ -265,6 +304,11 @@ func (f *Floor) makeLogins() (string, error) {
 		f.Logins.Tables[id] = floor.NATSLogin{User: floor.TableUser(id), Password: pw()}
 	}
 	return floor.AuthConfig(f.Logins, floor.Subjects{}, floor.DefaultStream, floor.DefaultStatusStream, floor.DefaultConsumer)
+}
+
+// writeSecret writes a password file (0600) and returns its name.
+func writeSecret(path, secret string) (string, error) {
+	return path, os.WriteFile(path, []byte(secret+"\n"), 0o600)
 }
 
 // tableID is table i's id.
@@ -333,17 +377,73 @@ func (f *Floor) startWitnessProc(i int) (*witnessRun, error) {
 		db = filepath.Join(f.o.Dir, "floor.db")
 	}
 	name := fmt.Sprintf("witness-%d", i+1)
-	cmd := exec.Command(f.o.WitnessExe, "witness", "--name", name, "--nats", f.Cluster.URLs(), "--db", db, "--schema", f.o.Schema,
-		"--registry", regFile, "--key", keyFile, "--replicas", fmt.Sprint(min(3, f.o.Nodes)))
+	args := []string{"witness", "--name", name, "--nats", f.Cluster.URLs(), "--db", db, "--schema", f.o.Schema,
+		"--registry", regFile, "--key", keyFile, "--replicas", fmt.Sprint(min(3, f.o.Nodes))}
+	if f.o.Logins {
+		l := f.WitnessLogin(i)
+		pf, err := writeSecret(filepath.Join(f.o.Dir, l.User+".password"), l.Password)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--nats-user", l.User, "--nats-password-file", pf, "--nats-ca", f.TLS.CAFile)
+	}
+	view := ""
+	if f.o.WitnessHTTP {
+		va, err := f.viewArgs()
+		if err != nil {
+			return nil, err
+		}
+		port, err := freeport.Loopback()
+		if err != nil {
+			return nil, err
+		}
+		view = fmt.Sprintf("127.0.0.1:%d", port)
+		args = append(append(args, "--http", view), va...)
+	}
+	cmd := exec.Command(f.o.WitnessExe, args...)
 	cmd.Env = os.Environ()
 	l := &logtail.Buffer{}
 	cmd.Stdout, cmd.Stderr = l, l
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	r := &witnessRun{cmd: cmd, log: l, done: make(chan struct{})}
+	r := &witnessRun{cmd: cmd, log: l, view: view, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(r.done) }()
 	return r, nil
+}
+
+// viewArgs are a witness process's floor view flags: its login (made on
+// the first call) and, with Logins, its certificate from the floor's CA.
+func (f *Floor) viewArgs() ([]string, error) {
+	if f.ViewLogin.User == "" {
+		f.ViewLogin = floor.Login{User: "floor", Password: strings.ToLower(rand.Text())}
+	}
+	pf, err := writeSecret(filepath.Join(f.o.Dir, "floor-view.password"), f.ViewLogin.Password)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--http-user", f.ViewLogin.User, "--http-password-file", pf}
+	if !f.o.Logins {
+		return args, nil
+	}
+	dir := filepath.Dir(f.TLS.CAFile)
+	ca, err := floor.EnsureCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	cert, key, err := ca.EnsureCert(dir, "floor-view", []string{"127.0.0.1", "localhost"})
+	return append(args, "--tls-cert", cert, "--tls-key", key), err
+}
+
+// ViewAddr is where witness process i serves the floor view
+// (Options.WitnessHTTP; "" when it does not run).
+func (f *Floor) ViewAddr(i int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i >= len(f.witnesses) || f.witnesses[i] == nil {
+		return ""
+	}
+	return f.witnesses[i].view
 }
 
 // KillWitness kills witness i at once, mid-batch: a process with
@@ -495,8 +595,9 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 	}
 	broker := fmt.Sprintf("tcp://127.0.0.1:%d", mosqPort)
 	if f.o.StartBroker == nil {
-		// No broker of its own: straight to a node's MQTT listener.
-		broker = "tcp://" + f.Cluster.Nodes[i%len(f.Cluster.Nodes)].MQTTAddr()
+		// No broker of its own: straight to a node's MQTT listener (TLS
+		// on a floor with logins).
+		broker = f.Cluster.Nodes[i%len(f.Cluster.Nodes)].MQTTURL()
 	}
 	// The shoe.
 	link := filepath.Join(dir, "shoe")
@@ -535,7 +636,7 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 			return nil, err
 		}
 		m := conf["mqtt"].(map[string]any)
-		m["username"], m["password_file"] = l.User, pf
+		m["username"], m["password_file"], m["ca_file"] = l.User, pf, f.TLS.CAFile
 		// NATS's MQTT listener binds no client id to a login: another
 		// login using this id would take the session over. An id with a
 		// random part no other login can guess is the binding there is.
@@ -562,13 +663,18 @@ func (f *Floor) newTable(ctx context.Context, i int, keyring []byte) (*Table, er
 			addrs = append(addrs, f.Cluster.Nodes[(i+k)%len(f.Cluster.Nodes)].MQTTAddr())
 		}
 	}
-	bridge, err := natsserver.Bridge(f.o.Bridge, id, addrs)
+	bridge, err := f.bridge(id, addrs)
 	if err != nil {
 		return nil, err
 	}
 	t.mosqConf = filepath.Join(dir, "mosquitto.conf")
+	// user root: Mosquitto started as root drops to the mosquitto user
+	// after reading its config, and the bridge reads its CA file then,
+	// from the test's private folder (a box's is world-readable, copied
+	// by tablectl init into /etc/mosquitto/tablectl). Not root: ignored.
 	mc := fmt.Sprintf(`listener %d 127.0.0.1
 allow_anonymous true
+user root
 persistence false
 log_dest stderr
 log_type error
@@ -582,6 +688,19 @@ max_inflight_messages 100
 		return nil, err
 	}
 	return t, nil
+}
+
+// bridge is table id's bridge to addrs: on a floor with logins as
+// `tablectl init --floor-login` writes it on a box (internal/floorbridge:
+// the table's login, a client id with a random part, TLS with the
+// floor's CA); without, loopback and anonymous.
+func (f *Floor) bridge(id string, addrs []string) (string, error) {
+	l, ok := f.Logins.Tables[id]
+	if !ok {
+		return natsserver.Bridge(f.o.Bridge, id, addrs)
+	}
+	return floorbridge.Conf(f.o.Bridge, floorbridge.Options{Table: id, Addrs: addrs, User: l.User, Password: l.Password,
+		CAFile: f.TLS.CAFile, RestartTimeout: "1 3"})
 }
 
 func (t *Table) startMosquitto() error {
@@ -685,7 +804,7 @@ func (t *Table) BrokerLog() string {
 func (t *Table) Cut() { t.proxy.SetCut(true) }
 
 // Mend lets the bridge reconnect.
-func (t *Table) Mend() { t.proxy.SetCut(false) }
+func (t *Table) Mend() error { return t.proxy.SetCut(false) }
 
 // Rewrite plays root on the table's box rewriting history: the controller
 // is stopped, the trail cut back to the commit at or below seq (the
@@ -756,11 +875,16 @@ func RewriteTrail(ctx context.Context, trail string, seq int64) (int64, error) {
 }
 
 // Proxy forwards TCP connections to the first cluster node that answers,
-// and can cut them all.
+// and can cut them all. While cut it does not listen: a bridge's connect
+// is refused, as to a floor out of reach, not accepted and dropped (which
+// Debian's Mosquitto 2.0.11 takes badly over TLS: a TLS bridge whose
+// handshake was cut by the far side stopped retrying for good in a run of
+// the proof; docs/floor.md).
 type Proxy struct {
-	ln      net.Listener
+	addr    string
 	cluster *natsserver.Cluster
 	mu      sync.Mutex
+	ln      net.Listener
 	cut     bool
 	conns   map[net.Conn]bool
 }
@@ -771,35 +895,45 @@ func NewProxy(c *natsserver.Cluster) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, cluster: c, conns: map[net.Conn]bool{}}
-	go p.serve()
+	p := &Proxy{addr: ln.Addr().String(), ln: ln, cluster: c, conns: map[net.Conn]bool{}}
+	go p.serve(ln)
 	return p, nil
 }
 
 // Addr is where the proxy listens.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.addr }
 
-// SetCut cuts every connection and refuses new ones while cut.
-func (p *Proxy) SetCut(cut bool) {
+// SetCut cuts every connection and stops listening while cut; uncut, it
+// listens again on the same address.
+func (p *Proxy) SetCut(cut bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut = cut
+	if cut == p.cut {
+		return nil
+	}
 	if cut {
+		p.cut = true
+		p.ln.Close()
 		for c := range p.conns {
 			c.Close()
 		}
+		return nil
 	}
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return fmt.Errorf("proxy: listen again on %s: %w", p.addr, err)
+	}
+	p.ln, p.cut = ln, false
+	go p.serve(ln)
+	return nil
 }
 
 // Close stops the proxy.
-func (p *Proxy) Close() {
-	p.ln.Close()
-	p.SetCut(true)
-}
+func (p *Proxy) Close() { p.SetCut(true) }
 
-func (p *Proxy) serve() {
+func (p *Proxy) serve(ln net.Listener) {
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}

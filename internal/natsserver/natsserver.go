@@ -13,6 +13,7 @@ package natsserver
 import (
 	"bufio"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -71,6 +72,7 @@ type Node struct {
 	MQTTPort   int
 	RoutePort  int
 	conf       string
+	tls        bool
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -86,6 +88,91 @@ type Cluster struct {
 	dir      string
 	embedded bool
 	auth     string // appended to each node's configuration
+	tls      *TLS
+}
+
+// Options say what cluster StartFloor runs.
+type Options struct {
+	// Nodes is how many (3 on a floor).
+	Nodes int
+	// Auth is the nodes' nats-auth.conf (floor.AuthConfig): the floor's
+	// logins, no anonymous client.
+	Auth string
+	// TLS are the floor's CA and the nodes' certificate (for 127.0.0.1).
+	TLS TLS
+	// Embedded runs the nodes in this process (the laptop demo).
+	Embedded bool
+}
+
+// TLS are the files of the floor's TLS: the CA every client trusts, and
+// the certificate and key every node of a cluster on loopback serves.
+type TLS struct{ CAFile, CertFile, KeyFile string }
+
+// NodeTemplate is deploy/nats/floor-node.conf, the node configuration a
+// floor runs as shipped (a test checks the copies agree): every listener
+// TLS, the routes verifying each other, the logins included.
+//
+//go:embed floor-node.conf
+var NodeTemplate string
+
+// NodeVars are what floor-node.vars.conf says of one node: everything of
+// NodeTemplate that differs from node to node.
+type NodeVars struct {
+	Name                         string
+	ClientListen, MQTTListen     string // host:port
+	RouteListen                  string
+	Routes                       []string // nats-route://host:port of every node
+	StoreDir                     string
+	MaxMemoryStore, MaxFileStore string // "64MB", "200GB"
+	Replicas                     int
+	CAFile, CertFile, KeyFile    string
+}
+
+// Conf is the node's floor-node.vars.conf.
+func (v NodeVars) Conf() string {
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	routes := make([]string, len(v.Routes))
+	for i, r := range v.Routes {
+		routes[i] = q(r)
+	}
+	return fmt.Sprintf(`# floor-node.vars.conf: what floor-node.conf says of this node (tablectl-floor init).
+FLOOR_NODE_NAME: %s
+FLOOR_CLIENT_LISTEN: %s
+FLOOR_MQTT_LISTEN: %s
+FLOOR_ROUTE_LISTEN: %s
+FLOOR_ROUTES: [%s]
+FLOOR_STORE_DIR: %s
+FLOOR_MAX_MEMORY_STORE: %s
+FLOOR_MAX_FILE_STORE: %s
+FLOOR_REPLICAS: %d
+FLOOR_CA_FILE: %s
+FLOOR_CERT_FILE: %s
+FLOOR_KEY_FILE: %s
+`, q(v.Name), q(v.ClientListen), q(v.MQTTListen), q(v.RouteListen), strings.Join(routes, ", "), q(v.StoreDir),
+		v.MaxMemoryStore, v.MaxFileStore, v.Replicas, q(v.CAFile), q(v.CertFile), q(v.KeyFile))
+}
+
+// StartFloor runs a cluster as a floor runs it: each node on NodeTemplate
+// as shipped, in a folder of its own under dir beside its
+// floor-node.vars.conf and nats-auth.conf; every listener TLS with
+// o.TLS, the routes verifying each other, o.Auth's logins. Two nodes or
+// more (the template is a cluster's).
+func StartFloor(ctx context.Context, dir string, o Options) (*Cluster, error) {
+	if o.Nodes < 2 {
+		return nil, fmt.Errorf("natsserver: a floor of %d nodes: want 2 or more", o.Nodes)
+	}
+	if o.Auth == "" || o.TLS.CAFile == "" {
+		return nil, errors.New("natsserver: a floor runs with its logins and its TLS")
+	}
+	c := &Cluster{dir: dir, embedded: o.Embedded, auth: o.Auth, tls: &o.TLS}
+	if !o.Embedded {
+		bin, err := Binary()
+		if err != nil {
+			return nil, err
+		}
+		c.bin = bin
+	}
+	return start(ctx, c, o.Nodes)
 }
 
 // Start runs n nodes (n >= 1; a cluster of routes when n > 1) with their
@@ -134,7 +221,14 @@ func start(ctx context.Context, c *Cluster, n int) (*Cluster, error) {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3*i+2]))
 	}
 	for i := range n {
-		nd := &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: ports[3*i], MQTTPort: ports[3*i+1], RoutePort: ports[3*i+2]}
+		nd := &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: ports[3*i], MQTTPort: ports[3*i+1], RoutePort: ports[3*i+2], tls: c.tls != nil}
+		if c.tls != nil {
+			if err := c.writeFloorNode(nd, routes); err != nil {
+				return nil, err
+			}
+			c.Nodes = append(c.Nodes, nd)
+			continue
+		}
 		nd.conf = filepath.Join(dir, nd.Name+".conf")
 		conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
@@ -165,6 +259,27 @@ mqtt { listen: 127.0.0.1:%d, stream_replicas: %d, ack_wait: "5s", max_ack_pendin
 	return c, nil
 }
 
+// writeFloorNode writes node nd's folder: NodeTemplate as shipped, its
+// vars and the logins.
+func (c *Cluster) writeFloorNode(nd *Node, routes []string) error {
+	d := filepath.Join(c.dir, nd.Name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return err
+	}
+	v := NodeVars{Name: nd.Name, ClientListen: fmt.Sprintf("127.0.0.1:%d", nd.ClientPort), MQTTListen: nd.MQTTAddr(),
+		RouteListen: fmt.Sprintf("127.0.0.1:%d", nd.RoutePort), Routes: routes, StoreDir: filepath.Join(d, "js"),
+		MaxMemoryStore: "64MB", MaxFileStore: "4GB", Replicas: min(len(routes), 3),
+		CAFile: c.tls.CAFile, CertFile: c.tls.CertFile, KeyFile: c.tls.KeyFile}
+	nd.conf = filepath.Join(d, "floor-node.conf")
+	for name, text := range map[string]string{nd.conf: NodeTemplate, filepath.Join(d, "floor-node.vars.conf"): v.Conf(),
+		filepath.Join(d, "nats-auth.conf"): c.auth} {
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // URLs is every node's client URL, comma-separated (nats.Connect's form).
 func (c *Cluster) URLs() string {
 	var u []string
@@ -174,8 +289,22 @@ func (c *Cluster) URLs() string {
 	return strings.Join(u, ",")
 }
 
-// URL is the node's client URL.
-func (nd *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", nd.ClientPort) }
+// URL is the node's client URL (tls:// on a floor's node).
+func (nd *Node) URL() string {
+	if nd.tls {
+		return fmt.Sprintf("tls://127.0.0.1:%d", nd.ClientPort)
+	}
+	return fmt.Sprintf("nats://127.0.0.1:%d", nd.ClientPort)
+}
+
+// MQTTURL is the node's MQTT listener as an MQTT client's broker URL
+// (ssl:// on a floor's node).
+func (nd *Node) MQTTURL() string {
+	if nd.tls {
+		return "ssl://" + nd.MQTTAddr()
+	}
+	return "tcp://" + nd.MQTTAddr()
+}
 
 // Pid is the node's process id, 0 when it is embedded or not running.
 func (nd *Node) Pid() int {
@@ -350,7 +479,7 @@ func tail(s string, n int) string {
 
 var (
 	addressLine = regexp.MustCompile(`(?m)^address .*$`)
-	dropLine    = regexp.MustCompile(`(?m)^(bridge_cafile|bridge_certfile|bridge_keyfile|remote_username|remote_password) .*\n`)
+	dropLine    = regexp.MustCompile(`(?m)^(bridge_cafile|bridge_insecure|bridge_certfile|bridge_keyfile|remote_username|remote_password) .*\n`)
 	restartLine = regexp.MustCompile(`(?m)^restart_timeout .*$`)
 )
 

@@ -19,6 +19,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -26,10 +27,12 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/internal/config"
+	"github.com/tablectl/tablectl/internal/floorbridge"
 	"github.com/tablectl/tablectl/internal/pkcs11signer"
 	"github.com/tablectl/tablectl/internal/supervisor"
 	"github.com/tablectl/tablectl/signedcmd"
@@ -50,6 +53,16 @@ type Options struct {
 	// MosquittoACL is the ACL template (deploy/mosquitto/acl, in the
 	// package /usr/share/tablectl/mosquitto/acl), its table BAC-07.
 	MosquittoACL string
+	// Floor bridges the box's Mosquitto to the floor (a floor's table
+	// only): FloorLogin is the table's floor login, the password file
+	// tablectl-floor init made for it (bridge-<id>.password), FloorCA the
+	// floor's CA (its ca.crt), FloorNodes every floor node's MQTT
+	// listener (host:port), Bridge the bridge template
+	// (deploy/mosquitto/bridge.conf). Init writes <Mosquitto>/conf.d/
+	// tablectl-bridge.conf (0600: it holds the password) and copies the
+	// CA beside the ACL.
+	FloorLogin, FloorCA, Bridge string
+	FloorNodes                  []string
 	// Group owns the files the service reads ("tablectl"); empty, or not
 	// running as root, leaves the group alone.
 	Group string
@@ -185,7 +198,92 @@ func Run(o Options) (Report, error) {
 			return p.r, err
 		}
 	}
+	if o.FloorLogin != "" {
+		if err := p.floorBridge(c.TableID); err != nil {
+			return p.r, fmt.Errorf("the bridge to the floor: %w", err)
+		}
+	}
 	return p.r, nil
+}
+
+// BridgeFile is where init writes the box's bridge to the floor, under
+// Mosquitto's config folder (Debian's mosquitto.conf includes conf.d).
+const BridgeFile = "conf.d/tablectl-bridge.conf"
+
+// floorBridge writes the box's Mosquitto bridge to the floor from the
+// table's floor login (internal/floorbridge: the same generator as the
+// floor's tests' bridges), and copies the floor's CA it verifies the
+// floor's nodes with.
+func (p *run) floorBridge(table string) error {
+	o := p.o
+	switch {
+	case o.Mosquitto == "":
+		return errors.New("the bridge is Mosquitto's: --mosquitto is needed")
+	case o.FloorCA == "" || len(o.FloorNodes) == 0 || o.Bridge == "":
+		return errors.New("--floor-login needs --floor-ca (the floor's ca.crt), --floor-node (each node's MQTT listener, host:8883) and the bridge template")
+	}
+	user := strings.TrimSuffix(filepath.Base(o.FloorLogin), ".password")
+	if want := "bridge-" + table; user != want {
+		return fmt.Errorf("%s is the floor login %s's; this box is table %s, whose login is %s (tablectl-floor init's %s.password)", o.FloorLogin, user, table, want, want)
+	}
+	b, err := os.ReadFile(o.FloorLogin)
+	if err != nil {
+		return err
+	}
+	password := string(bytes.TrimSpace(b))
+	caPEM, err := os.ReadFile(o.FloorCA)
+	if err != nil {
+		return err
+	}
+	if blk, _ := pem.Decode(caPEM); blk == nil || blk.Type != "CERTIFICATE" {
+		return fmt.Errorf("%s: no PEM certificate (the floor's ca.crt)", o.FloorCA)
+	}
+	tmpl, err := os.ReadFile(o.Bridge)
+	if err != nil {
+		return err
+	}
+	ca := filepath.Join(o.Mosquitto, "tablectl", "floor-ca.crt")
+	conf := filepath.Join(o.Mosquitto, BridgeFile)
+	text, err := floorbridge.Conf(string(tmpl), floorbridge.Options{Table: table, Addrs: o.FloorNodes, User: user, Password: password, CAFile: ca})
+	if err != nil {
+		return err
+	}
+	if !p.exists(ca, "the floor's CA") {
+		if err := os.MkdirAll(filepath.Dir(ca), 0o755); err != nil {
+			return err
+		}
+		if err := writeNew(ca, caPEM, 0o644); err != nil {
+			return err
+		}
+		p.made(ca, "the floor's CA: the bridge verifies the floor's nodes with it")
+	}
+	if p.exists(conf, "the bridge to the floor (remove it to have it written again)") {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+		return err
+	}
+	if err := writeNew(conf, []byte(text), 0o600); err != nil {
+		return err
+	}
+	if err := mosquittoOwns(conf); err != nil {
+		return err
+	}
+	p.made(conf, fmt.Sprintf("the bridge to the floor: %s over TLS as %s", strings.Join(o.FloorNodes, ", "), user))
+	p.r.Next = append(p.r.Next, fmt.Sprintf("systemctl restart mosquitto: the bridge to the floor starts; its state is on tablectl/%s/bridge/state (1 up); then delete %s here", table, o.FloorLogin))
+	return nil
+}
+
+// mosquittoOwns gives path to the mosquitto user (as root, when there is
+// one): Mosquitto reads it again on a reload, after it dropped root.
+func mosquittoOwns(path string) error {
+	u, err := user.Lookup("mosquitto")
+	if err != nil || os.Geteuid() != 0 {
+		return nil
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return os.Chown(path, uid, gid)
 }
 
 // clientConfig writes the supervisors' client config beside the
@@ -438,12 +536,8 @@ func (p *run) mosquitto(table string, pw map[string]string) error {
 		if err := writeNew(passwd, b.Bytes(), 0o600); err != nil {
 			return err
 		}
-		if u, err := user.Lookup("mosquitto"); err == nil && os.Geteuid() == 0 {
-			uid, _ := strconv.Atoi(u.Uid)
-			gid, _ := strconv.Atoi(u.Gid)
-			if err := os.Chown(passwd, uid, gid); err != nil {
-				return err
-			}
+		if err := mosquittoOwns(passwd); err != nil {
+			return err
 		}
 		p.made(passwd, "Mosquitto's password file: "+fmt.Sprint(sorted(logins)))
 	}

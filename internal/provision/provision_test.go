@@ -2,8 +2,14 @@ package provision
 
 import (
 	"bytes"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +20,7 @@ import (
 	"github.com/tablectl/tablectl/internal/supervisor"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/internal/floorbridge"
 	"github.com/tablectl/tablectl/internal/mqtttest"
 	"github.com/tablectl/tablectl/signedcmd"
 )
@@ -241,4 +248,98 @@ func mustKey(t *testing.T, path string) ed25519.PrivateKey {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// TestFloorBridge: with the table's floor login, init writes Mosquitto's
+// bridge to the floor (0600) as internal/floorbridge makes it for the
+// floor's proof: every node over TLS verified with the floor's CA (copied
+// beside the ACL), the table's login, a client id with a random part;
+// run again, it is kept; another table's login file is refused.
+func TestFloorBridge(t *testing.T) {
+	o, dir := box(t)
+	floorDir := filepath.Join(dir, "floor")
+	os.MkdirAll(floorDir, 0o700)
+	login := filepath.Join(floorDir, "bridge-BAC-07.password")
+	password := strings.ToLower(rand.Text())
+	if err := os.WriteFile(login, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(floorDir, "ca.crt")
+	if err := os.WriteFile(caFile, selfSigned(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []string{"floor-nats-1.casino.internal:8883", "floor-nats-2.casino.internal:8883", "floor-nats-3.casino.internal:8883"}
+	o.FloorLogin, o.FloorCA, o.FloorNodes, o.Bridge = login, caFile, nodes, "../../deploy/mosquitto/bridge.conf"
+	if _, err := Run(o); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(o.Mosquitto, BridgeFile)
+	if m := mode(t, conf); m != 0o600 {
+		t.Errorf("%s: mode %v, want 0600 (it holds the password)", conf, m)
+	}
+	written, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := floorbridge.Values(string(written))
+	ca := filepath.Join(o.Mosquitto, "tablectl", "floor-ca.crt")
+	for k, want := range map[string]string{"address": strings.Join(nodes, " "), "remote_username": "bridge-BAC-07", "remote_password": password,
+		"bridge_cafile": ca, "bridge_insecure": "false"} {
+		if v[k] != want {
+			t.Errorf("%s %q, want %q", k, v[k], want)
+		}
+	}
+	if id := v["remote_clientid"]; !strings.HasPrefix(id, "bridge-BAC-07-") || len(id) < len("bridge-BAC-07-")+10 || strings.Contains(id, "CHANGE-ME") {
+		t.Errorf("remote_clientid %q: want bridge-BAC-07- and a random part", id)
+	}
+	if strings.Contains(string(written), "CHANGE-ME") || !strings.Contains(string(written), "topic tablectl/BAC-07/pit/# out 1") {
+		t.Errorf("the bridge still has the template's placeholders, or not the table's topics:\n%s", written)
+	}
+	if b, _ := os.ReadFile(ca); !bytes.Equal(b, selfSignedPEM) {
+		t.Error("the floor's CA was not copied as given")
+	}
+	// What the floor's proof runs: the same generator on the same template.
+	tmpl, _ := os.ReadFile(o.Bridge)
+	same, err := floorbridge.Conf(string(tmpl), floorbridge.Options{Table: "BAC-07", Addrs: nodes, User: "bridge-BAC-07", Password: password, CAFile: ca, ClientID: v["remote_clientid"]})
+	if err != nil || same != string(written) {
+		t.Errorf("the written bridge is not floorbridge.Conf's (%v):\n%s\n---\n%s", err, written, same)
+	}
+	// Run again: kept.
+	r, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(r.Steps, func(s Step) bool { return s.Path == conf && s.Kept }) {
+		t.Errorf("the bridge was not reported kept: %+v", r.Steps)
+	}
+	if again, _ := os.ReadFile(conf); !bytes.Equal(again, written) {
+		t.Error("the bridge changed on the second run")
+	}
+	// Another table's login: refused, naming both.
+	other := filepath.Join(floorDir, "bridge-BAC-08.password")
+	os.WriteFile(other, []byte(password+"\n"), 0o600)
+	os.Remove(conf)
+	o.FloorLogin = other
+	if _, err := Run(o); err == nil || !strings.Contains(err.Error(), "bridge-BAC-08") || !strings.Contains(err.Error(), "bridge-BAC-07") {
+		t.Errorf("another table's login: %v", err)
+	}
+}
+
+var selfSignedPEM []byte
+
+// selfSigned is a CA certificate's PEM, standing for the floor's.
+func selfSigned(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "floor CA"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	selfSignedPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return selfSignedPEM
 }
