@@ -40,6 +40,9 @@ type View struct {
 	mu     sync.Mutex
 	tables map[string]*tableRaw
 	subs   map[*follower]bool
+	// floor are the open alerts of the floor itself (no table: a stream
+	// lost, the witnesses stalled), by witness and kind.
+	floor map[string]Alert
 }
 
 // follower is a page following the floor: the tables changed since it
@@ -61,7 +64,7 @@ func NewView(store Store, reg *Registry, subj Subjects, clk clock.Clock, log *sl
 	if reg == nil {
 		reg = &Registry{Tables: map[string]TableEntry{}}
 	}
-	v := &View{store: store, reg: reg, subj: subj, clk: clk, log: log, tables: map[string]*tableRaw{}, subs: map[*follower]bool{}}
+	v := &View{store: store, reg: reg, subj: subj, clk: clk, log: log, tables: map[string]*tableRaw{}, subs: map[*follower]bool{}, floor: map[string]Alert{}}
 	for id := range reg.Tables {
 		v.tables[id] = newTableRaw()
 	}
@@ -139,7 +142,14 @@ func (v *View) followStatus(ctx context.Context, nc *nats.Conn, stream string) (
 func (v *View) take(subject string, data []byte) {
 	if subject == AlertsSubject {
 		var a Alert
-		if len(data) > MaxMessageBytes || json.Unmarshal(data, &a) != nil || checkTable(a.Table) != nil {
+		if len(data) > MaxMessageBytes || json.Unmarshal(data, &a) != nil {
+			return
+		}
+		if a.Table == "" {
+			v.floorAlert(a)
+			return
+		}
+		if checkTable(a.Table) != nil {
 			return
 		}
 		v.update(a.Table, func(r *tableRaw) {
@@ -177,6 +187,49 @@ func (v *View) take(subject string, data []byte) {
 		now := v.clk.Now()
 		v.update(table, func(r *tableRaw) { r.takeActive(a, now) })
 	}
+}
+
+// floorAlert takes an alert of the floor itself: the page shows it above
+// the tables until resolved.
+func (v *View) floorAlert(a Alert) {
+	key := clip(a.Witness, maxName) + "/" + clip(string(a.Kind), maxName)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case a.State == "resolved":
+		delete(v.floor, key)
+	case a.State == "raised" && (len(v.floor) < 32 || v.floor[key].State != ""):
+		a.Message = clip(a.Message, maxWords)
+		v.floor[key] = a
+	default:
+		return
+	}
+	for f := range v.subs {
+		f.dirty[""] = true // the floor's own
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// floorAlerts are the floor's own open alerts, oldest first; under mu.
+func (v *View) floorAlerts() []FloorAlert {
+	out := []FloorAlert{}
+	for _, a := range v.floor {
+		out = append(out, FloorAlert{Kind: string(a.Kind), Words: words(kindWords, string(a.Kind)), Witness: a.Witness, Message: a.Message, At: a.At})
+	}
+	slices.SortFunc(out, func(a, b FloorAlert) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// FloorAlert is an alert of the floor itself, as the floor view shows it.
+type FloorAlert struct {
+	Kind    string    `json:"kind"`
+	Words   string    `json:"words"`
+	Witness string    `json:"witness"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
 }
 
 // addFloorAlert keeps a among a table's open floor alerts, the newest
@@ -350,7 +403,11 @@ func (v *View) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(viewHTML)
 	case "/floor.json":
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"tables": v.Snapshot()})
+		tables := v.Snapshot()
+		v.mu.Lock()
+		fa := v.floorAlerts()
+		v.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"tables": tables, "floor": fa})
 	case "/floor/events":
 		v.serveEvents(w, r)
 	default:
@@ -383,7 +440,11 @@ func (v *View) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
-	snap, _ := json.Marshal(map[string]any{"tables": v.Snapshot()})
+	tables := v.Snapshot()
+	v.mu.Lock()
+	fa := v.floorAlerts()
+	v.mu.Unlock()
+	snap, _ := json.Marshal(map[string]any{"tables": tables, "floor": fa})
 	fmt.Fprintf(w, "event: snapshot\ndata: %s\n\n", snap)
 	fl.Flush()
 	ping := v.clk.NewTicker(15 * time.Second)
@@ -393,7 +454,11 @@ func (v *View) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-f.wake:
-			for _, b := range v.changed(f) {
+			floor, tables := v.changed(f)
+			if floor != nil {
+				fmt.Fprintf(w, "event: floor\ndata: %s\n\n", floor)
+			}
+			for _, b := range tables {
 				fmt.Fprintf(w, "event: table\ndata: %s\n\n", b)
 			}
 			fl.Flush()
@@ -404,16 +469,19 @@ func (v *View) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// changed is the entry of every table changed since f last wrote.
-func (v *View) changed(f *follower) [][]byte {
+// changed is the floor's own alerts if they changed, and the entry of
+// every table changed, since f last wrote.
+func (v *View) changed(f *follower) (floor []byte, tables [][]byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := make([][]byte, 0, len(f.dirty))
+	tables = make([][]byte, 0, len(f.dirty))
 	for id := range f.dirty {
-		if r := v.tables[id]; r != nil && r.entry != nil {
-			out = append(out, r.entry)
+		if id == "" {
+			floor, _ = json.Marshal(map[string]any{"floor": v.floorAlerts()})
+		} else if r := v.tables[id]; r != nil && r.entry != nil {
+			tables = append(tables, r.entry)
 		}
 	}
 	clear(f.dirty)
-	return out
+	return floor, tables
 }

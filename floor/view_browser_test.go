@@ -134,7 +134,8 @@ func viewStorm() []byte {
 // the wall), the suspension with its why, who and since; a fork the
 // floor's witness finds stands out (red, moving unless the screen asks
 // for no motion) until acknowledged on this screen, stays acknowledged
-// after a reload, and a second one stands out again.
+// after a reload, and a second one stands out again; the floor's own
+// alert (the witnesses stalled) is a banner above the tables.
 func TestViewBrowser(t *testing.T) {
 	shots := os.Getenv("TABLECTL_SCREENSHOTS")
 	if shots == "" {
@@ -232,6 +233,11 @@ func TestViewBrowser(t *testing.T) {
 				tile("BAC-21")+`.classList.contains("alarm") && !`+tile("BAC-21")+`.classList.contains("unacked")`, tile("BAC-21")+`.outerHTML`)
 			fork(102, 4480)
 			pg.WaitFor("a second fork stands out again", tile("BAC-21")+`.classList.contains("unacked") && `+tile("BAC-21")+`.textContent.includes("×2")`, tile("BAC-21")+`.outerHTML`)
+			// The floor's own alert: a banner above the tables, which still fit.
+			stalled, _ := json.Marshal(Alert{State: "raised", Kind: AlertWitnessStalled, Witness: "w1", Message: "no message acknowledged for 1m0s while 812 wait", At: time.Now().UTC()})
+			v.take(AlertsSubject, stalled)
+			pg.WaitFor("the floor's banner", browsertest.Visible("floor-alerts")+` && document.getElementById("floor-alerts").textContent.includes("witnesses stalled")`, `document.getElementById("floor-alerts").outerHTML`)
+			check("with the floor's banner")
 			pg.NoProblems()
 		})
 	}

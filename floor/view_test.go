@@ -150,6 +150,35 @@ func testView(t *testing.T, s Store) {
 	if g := group(tv, "fork"); !g.Alarm || g.Source != "floor" || g.Words != "tamper: fork" || g.Message != "row 5 forked" || tv.Level != "alarm" || tv.Alerts[0].Kind != "fork" {
 		t.Errorf("after the fork: %+v", tv)
 	}
+	// The floor's own alerts (no table) show above the tables until resolved.
+	stalled, _ := json.Marshal(Alert{State: "raised", Kind: AlertWitnessStalled, Witness: "w1", Message: "no message acknowledged for 1m0s", At: t0})
+	v.take(AlertsSubject, stalled)
+	testenv.Eventually(t, 10*time.Second, "the floor's own alert", func() bool {
+		for {
+			select {
+			case d := <-evs:
+				if strings.Contains(d, `"floor":[{"kind":"witness_stalled","words":"witnesses stalled","witness":"w1"`) {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	resolved, _ := json.Marshal(Alert{State: "resolved", Kind: AlertWitnessStalled, Witness: "w1", At: t0.Add(time.Minute)})
+	v.take(AlertsSubject, resolved)
+	testenv.Eventually(t, 10*time.Second, "the floor's own alert resolved", func() bool {
+		for {
+			select {
+			case d := <-evs:
+				if d == `{"floor":[]}` {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
 	// Junk on the subjects changes nothing.
 	v.take("tablectl.BAC-07.status", []byte(`{{`))
 	v.take(AlertsSubject, []byte(`{"table":"../../x"}`))
@@ -424,7 +453,7 @@ func TestViewSlowFollower(t *testing.T) {
 	for i := range 1000 {
 		v.take(fmt.Sprintf("tablectl.BAC-%02d.status", i%10), fmt.Appendf(nil, `{"state":"online","phase":"dealing","coup":%d}`, i+1))
 	}
-	got := v.changed(f)
+	_, got := v.changed(f)
 	if len(got) != 10 {
 		t.Fatalf("%d entries after 1000 changes of 10 tables", len(got))
 	}
@@ -434,7 +463,7 @@ func TestViewSlowFollower(t *testing.T) {
 			t.Errorf("an entry that is not the table's last: %s (%v)", b, err)
 		}
 	}
-	if again := v.changed(f); len(again) != 0 {
+	if fl, again := v.changed(f); len(again) != 0 || fl != nil {
 		t.Errorf("%d entries with nothing changed", len(again))
 	}
 }
