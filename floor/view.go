@@ -1,6 +1,7 @@
 package floor
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -24,31 +25,6 @@ import (
 //go:embed view.html
 var viewHTML []byte
 
-// TableView is one table as the floor view shows it.
-type TableView struct {
-	Table string `json:"table"`
-	// Status is the table's own status topic, as last received.
-	Status *mqttpub.Status `json:"status,omitempty"`
-	// Alerts are the table's active alerts (pit/alerts/active), advantage
-	// alerts among them.
-	Alerts []mqttpub.Alert `json:"alerts"`
-	// Floor are the floor's own unresolved alerts for the table.
-	Floor []Alert `json:"floor_alerts"`
-	// Witnessed is how far the floor holds the table's trail without a
-	// hole, MaxSeq the highest row witnessed.
-	Witnessed int64 `json:"witnessed"`
-	MaxSeq    int64 `json:"max_seq"`
-	// CoupsPerHour counts coup results witnessed in the last hour.
-	CoupsPerHour int64 `json:"coups_per_hour"`
-	// CheckpointAt is when the last witnessed checkpoint was signed.
-	CheckpointAt *time.Time `json:"checkpoint_at,omitempty"`
-	LastSeen     *time.Time `json:"last_seen,omitempty"`
-	// PitView is the table's own pit view (the registry's pit_view).
-	PitView string `json:"pit_view,omitempty"`
-	// Updated is when this entry last changed, by the floor view's clock.
-	Updated time.Time `json:"updated"`
-}
-
 // View is the floor view: every table at a glance, from the tables' own
 // status and active alerts (live, from the floor broker) and from the
 // witnessed database (pace, how far witnessed, the floor's alerts). It
@@ -62,8 +38,19 @@ type View struct {
 	log   *slog.Logger
 
 	mu     sync.Mutex
-	tables map[string]*TableView
-	subs   map[chan []byte]bool
+	tables map[string]*tableRaw
+	subs   map[*follower]bool
+	// floor are the open alerts of the floor itself (no table: a stream
+	// lost, the witnesses stalled), by witness and kind.
+	floor map[string]Alert
+}
+
+// follower is a page following the floor: the tables changed since it
+// last wrote, and a nudge. A burst of changes to one table is one event,
+// and a page that reads slowly holds a set of table ids, not a queue.
+type follower struct {
+	dirty map[string]bool // under View.mu
+	wake  chan struct{}
 }
 
 // NewView makes a floor view over store; Run feeds it.
@@ -77,9 +64,9 @@ func NewView(store Store, reg *Registry, subj Subjects, clk clock.Clock, log *sl
 	if reg == nil {
 		reg = &Registry{Tables: map[string]TableEntry{}}
 	}
-	v := &View{store: store, reg: reg, subj: subj, clk: clk, log: log, tables: map[string]*TableView{}, subs: map[chan []byte]bool{}}
-	for id, e := range reg.Tables {
-		v.tables[id] = &TableView{Table: id, PitView: e.PitView, Alerts: []mqttpub.Alert{}, Floor: []Alert{}}
+	v := &View{store: store, reg: reg, subj: subj, clk: clk, log: log, tables: map[string]*tableRaw{}, subs: map[*follower]bool{}, floor: map[string]Alert{}}
+	for id := range reg.Tables {
+		v.tables[id] = newTableRaw()
 	}
 	return v
 }
@@ -155,13 +142,20 @@ func (v *View) followStatus(ctx context.Context, nc *nats.Conn, stream string) (
 func (v *View) take(subject string, data []byte) {
 	if subject == AlertsSubject {
 		var a Alert
-		if json.Unmarshal(data, &a) != nil || checkTable(a.Table) != nil {
+		if len(data) > MaxMessageBytes || json.Unmarshal(data, &a) != nil {
 			return
 		}
-		v.update(a.Table, func(tv *TableView) {
-			tv.Floor = slices.DeleteFunc(tv.Floor, func(o Alert) bool { return o.ID == a.ID })
+		if a.Table == "" {
+			v.floorAlert(a)
+			return
+		}
+		if checkTable(a.Table) != nil {
+			return
+		}
+		v.update(a.Table, func(r *tableRaw) {
+			delete(r.floor, a.ID)
 			if a.State == "raised" {
-				tv.Floor = append(tv.Floor, a)
+				addFloorAlert(r.floor, a)
 			}
 		})
 		return
@@ -179,51 +173,130 @@ func (v *View) take(subject string, data []byte) {
 		if json.Unmarshal(data, &s) != nil {
 			return
 		}
-		v.update(table, func(tv *TableView) { tv.Status = &s })
+		v.update(table, func(r *tableRaw) {
+			if !s.Suspended {
+				r.hold = nil
+			}
+			r.status = &s
+		})
 	case KindAlerts:
-		var a struct {
-			Alerts []mqttpub.Alert `json:"alerts"`
-		}
+		var a mqttpub.ActiveAlerts
 		if json.Unmarshal(data, &a) != nil {
 			return
 		}
-		if a.Alerts == nil {
-			a.Alerts = []mqttpub.Alert{}
-		}
-		v.update(table, func(tv *TableView) { tv.Alerts = a.Alerts })
+		now := v.clk.Now()
+		v.update(table, func(r *tableRaw) { r.takeActive(a, now) })
 	}
 }
 
-// update changes a table's entry and sends it to every follower.
-func (v *View) update(table string, f func(*TableView)) {
+// floorAlert takes an alert of the floor itself: the page shows it above
+// the tables until resolved.
+func (v *View) floorAlert(a Alert) {
+	key := clip(a.Witness, maxName) + "/" + clip(string(a.Kind), maxName)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	tv := v.tables[table]
-	if tv == nil {
+	switch {
+	case a.State == "resolved":
+		delete(v.floor, key)
+	case a.State == "raised" && (len(v.floor) < 32 || v.floor[key].State != ""):
+		a.Message = clip(a.Message, maxWords)
+		v.floor[key] = a
+	default:
+		return
+	}
+	for f := range v.subs {
+		f.dirty[""] = true // the floor's own
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// floorAlerts are the floor's own open alerts, oldest first; under mu.
+func (v *View) floorAlerts() []FloorAlert {
+	out := []FloorAlert{}
+	for _, a := range v.floor {
+		out = append(out, FloorAlert{Kind: string(a.Kind), Words: words(kindWords, string(a.Kind)), Witness: a.Witness, Message: a.Message, At: a.At})
+	}
+	slices.SortFunc(out, func(a, b FloorAlert) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// FloorAlert is an alert of the floor itself, as the floor view shows it.
+type FloorAlert struct {
+	Kind    string    `json:"kind"`
+	Words   string    `json:"words"`
+	Witness string    `json:"witness"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// addFloorAlert keeps a among a table's open floor alerts, the newest
+// maxTableSeen of them.
+func addFloorAlert(m map[int64]Alert, a Alert) {
+	if len(m) >= maxTableSeen {
+		oldest := a.ID
+		for id := range m {
+			oldest = min(oldest, id)
+		}
+		if oldest == a.ID {
+			return
+		}
+		delete(m, oldest)
+	}
+	m[a.ID] = a
+}
+
+// update changes a table's entry and sends it to every follower when
+// what the page shows changed.
+func (v *View) update(table string, f func(*tableRaw)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r := v.tables[table]
+	if r == nil {
 		if len(v.tables) >= 10000 {
 			return // a flood of made-up table ids
 		}
-		tv = &TableView{Table: table, Alerts: []mqttpub.Alert{}, Floor: []Alert{}}
-		v.tables[table] = tv
+		r = newTableRaw()
+		v.tables[table] = r
 	}
-	before, _ := json.Marshal(tv)
-	f(tv)
-	if after, _ := json.Marshal(tv); string(before) == string(after) {
+	f(r)
+	tv := r.summary(table, v.reg.Tables[table].PitView)
+	same, _ := json.Marshal(tv)
+	if string(same) == string(r.sent) {
 		return
 	}
+	r.sent = same
 	tv.Updated = v.clk.Now().UTC()
-	after, _ := json.Marshal(tv)
-	for ch := range v.subs {
+	r.entry = entryBytes(&tv)
+	r.view = tv
+	for f := range v.subs {
+		f.dirty[table] = true
 		select {
-		case ch <- after:
-		default: // a slow follower resyncs from the snapshot
+		case f.wake <- struct{}{}:
+		default:
 		}
 	}
 }
 
-// refresh reads what the database knows of every table.
+// entryBytes is tv encoded within MaxEntryBytes: the bounds of the
+// summary keep it well under; should they not, the last kinds go.
+func entryBytes(tv *TableView) []byte {
+	for {
+		b, _ := json.Marshal(tv)
+		if len(b) <= MaxEntryBytes || len(tv.Alerts) == 0 {
+			return b
+		}
+		tv.Alerts, tv.MoreKinds = tv.Alerts[:len(tv.Alerts)-1], tv.MoreKinds+1
+	}
+}
+
+// refresh reads what the database knows of every table: how far
+// witnessed, the pace over RateWindow, the floor's open alerts, and for a
+// suspended table, its suspension as the rows tell it.
 func (v *View) refresh(ctx context.Context) error {
-	lines, err := v.store.viewLines(ctx, v.clk.Now().Add(-time.Hour))
+	lines, err := v.store.viewLines(ctx, v.clk.Now().Add(-RateWindow))
 	if err != nil {
 		return err
 	}
@@ -231,22 +304,54 @@ func (v *View) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	open := map[string][]Alert{}
+	open := map[string]map[int64]Alert{}
 	for _, a := range all {
-		if len(open[a.Table]) < 50 {
-			open[a.Table] = append(open[a.Table], a)
+		if open[a.Table] == nil {
+			open[a.Table] = map[int64]Alert{}
 		}
+		addFloorAlert(open[a.Table], a)
 	}
+	holds := v.readHolds(ctx, lines)
 	for _, l := range lines {
-		v.update(l.table, func(tv *TableView) {
-			tv.Witnessed, tv.MaxSeq, tv.LastSeen, tv.CheckpointAt, tv.CoupsPerHour = l.contig, l.max, l.seen, l.cp, l.coups
-			tv.Floor = open[l.table]
-			if tv.Floor == nil {
-				tv.Floor = []Alert{}
+		v.update(l.table, func(r *tableRaw) {
+			r.line = l
+			r.floor = open[l.table]
+			if r.floor == nil {
+				r.floor = map[int64]Alert{}
+			}
+			if h, ok := holds[l.table]; ok {
+				r.hold, r.holdMax = &h, l.max
 			}
 		})
 	}
 	return nil
+}
+
+// readHolds reads the suspension of each suspended table whose witnessed
+// rows moved since it was last read.
+func (v *View) readHolds(ctx context.Context, lines []viewLine) map[string]suspensionRows {
+	sr, ok := v.store.(suspensionReader)
+	if !ok {
+		return nil
+	}
+	var due []string
+	v.mu.Lock()
+	for _, l := range lines {
+		if r := v.tables[l.table]; r != nil && r.status != nil && r.status.Suspended && (r.hold == nil || r.holdMax != l.max) {
+			due = append(due, l.table)
+		}
+	}
+	v.mu.Unlock()
+	out := map[string]suspensionRows{}
+	for _, table := range due {
+		h, err := sr.lastSuspension(ctx, table)
+		if err != nil {
+			v.log.Warn("floor view: a table's suspension", "table", table, "err", err)
+			continue
+		}
+		out[table] = h
+	}
+	return out
 }
 
 // Snapshot is every table, by id.
@@ -254,18 +359,13 @@ func (v *View) Snapshot() []TableView {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	out := make([]TableView, 0, len(v.tables))
-	for _, tv := range v.tables {
-		out = append(out, *tv)
+	for id, r := range v.tables {
+		if r.sent == nil {
+			r.view = r.summary(id, v.reg.Tables[id].PitView)
+		}
+		out = append(out, r.view)
 	}
-	slices.SortFunc(out, func(a, b TableView) int {
-		if a.Table < b.Table {
-			return -1
-		}
-		if a.Table > b.Table {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b TableView) int { return cmp.Compare(a.Table, b.Table) })
 	return out
 }
 
@@ -303,7 +403,11 @@ func (v *View) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(viewHTML)
 	case "/floor.json":
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"tables": v.Snapshot()})
+		tables := v.Snapshot()
+		v.mu.Lock()
+		fa := v.floorAlerts()
+		v.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"tables": tables, "floor": fa})
 	case "/floor/events":
 		v.serveEvents(w, r)
 	default:
@@ -311,24 +415,36 @@ func (v *View) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// maxFollowers bounds the pages following the floor at once.
+const maxFollowers = 64
+
 func (v *View) serveEvents(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	ch := make(chan []byte, 1024)
+	f := &follower{dirty: map[string]bool{}, wake: make(chan struct{}, 1)}
 	v.mu.Lock()
-	v.subs[ch] = true
+	if len(v.subs) >= maxFollowers {
+		v.mu.Unlock()
+		http.Error(w, "too many pages follow the floor", http.StatusServiceUnavailable)
+		return
+	}
+	v.subs[f] = true
 	v.mu.Unlock()
 	defer func() {
 		v.mu.Lock()
-		delete(v.subs, ch)
+		delete(v.subs, f)
 		v.mu.Unlock()
 	}()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
-	snap, _ := json.Marshal(map[string]any{"tables": v.Snapshot()})
+	tables := v.Snapshot()
+	v.mu.Lock()
+	fa := v.floorAlerts()
+	v.mu.Unlock()
+	snap, _ := json.Marshal(map[string]any{"tables": tables, "floor": fa})
 	fmt.Fprintf(w, "event: snapshot\ndata: %s\n\n", snap)
 	fl.Flush()
 	ping := v.clk.NewTicker(15 * time.Second)
@@ -337,12 +453,35 @@ func (v *View) serveEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
-		case b := <-ch:
-			fmt.Fprintf(w, "event: table\ndata: %s\n\n", b)
+		case <-f.wake:
+			floor, tables := v.changed(f)
+			if floor != nil {
+				fmt.Fprintf(w, "event: floor\ndata: %s\n\n", floor)
+			}
+			for _, b := range tables {
+				fmt.Fprintf(w, "event: table\ndata: %s\n\n", b)
+			}
 			fl.Flush()
 		case <-ping.C():
 			fmt.Fprint(w, ": ping\n\n")
 			fl.Flush()
 		}
 	}
+}
+
+// changed is the floor's own alerts if they changed, and the entry of
+// every table changed, since f last wrote.
+func (v *View) changed(f *follower) (floor []byte, tables [][]byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	tables = make([][]byte, 0, len(f.dirty))
+	for id := range f.dirty {
+		if id == "" {
+			floor, _ = json.Marshal(map[string]any{"floor": v.floorAlerts()})
+		} else if r := v.tables[id]; r != nil && r.entry != nil {
+			tables = append(tables, r.entry)
+		}
+	}
+	clear(f.dirty)
+	return floor, tables
 }

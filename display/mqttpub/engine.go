@@ -294,7 +294,8 @@ func (e *engine) viewMessages(force bool) []Message {
 		}
 	}
 	st := Status{State: e.state, Table: e.table, Phase: pub.Phase, Shoe: pub.Shoe, Coup: pub.Coup,
-		Suspended: pub.Suspended, SuspendReason: pub.SuspendReason, ShoeDriver: e.driver, ShoeLink: pub.Link, Audit: "ok"}
+		Suspended: pub.Suspended, SuspendReason: pub.SuspendReason, ShoeDriver: e.driver, ShoeLink: pub.Link, Audit: "ok",
+		Dealer: pub.Dealer}
 	if e.auditFail != "" {
 		// The public reads a reason of the fixed list; what failed is the
 		// pit's (pit/alerts).

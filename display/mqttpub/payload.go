@@ -32,6 +32,9 @@ type Status struct {
 	// holds rows the controller did not write (which of the two is on
 	// pit/alerts: status is public).
 	Audit string `json:"audit,omitempty"`
+	// Dealer is the dealer on duty (as on public/coup), "" when none is
+	// signed in: the floor view shows it.
+	Dealer string `json:"dealer,omitempty"`
 }
 
 // Event is a pit/events payload: one audit row.
