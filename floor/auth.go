@@ -22,6 +22,9 @@ type Logins struct {
 	Admin     NATSLogin
 	Witnesses []NATSLogin
 	Tables    map[string]NATSLogin
+	// Groups are the witnesses' groups (the registry's): a witness may
+	// take messages through each group's consumer too.
+	Groups []string
 }
 
 // TableUser is the user name of a table's login: its bridge's remote_username
@@ -67,13 +70,14 @@ func AuthConfig(l Logins, subj Subjects, stream, statusStream, consumer string) 
 	witnessPub := []string{
 		"$JS.API.INFO",
 		js("STREAM.INFO.%s", stream), js("STREAM.INFO.%s", statusStream),
-		js("CONSUMER.INFO.%s.%s", stream, consumer), js("CONSUMER.MSG.NEXT.%s.%s", stream, consumer),
-		"$JS.ACK." + stream + "." + consumer + ".>",
 		// The floor view's own ordered consumers on the status stream.
 		js("CONSUMER.CREATE.%s.>", statusStream), js("CONSUMER.DELETE.%s.>", statusStream),
 		js("CONSUMER.INFO.%s.>", statusStream), js("CONSUMER.MSG.NEXT.%s.>", statusStream),
 		"$JS.ACK." + statusStream + ".>", "$JS.FC.>",
 		AlertsSubject, root + ".*.cmd",
+	}
+	for _, c := range append([]string{consumer}, groupConsumers(consumer, l.Groups)...) {
+		witnessPub = append(witnessPub, js("CONSUMER.INFO.%s.%s", stream, c), js("CONSUMER.MSG.NEXT.%s.%s", stream, c), "$JS.ACK."+stream+"."+c+".>")
 	}
 	witnessSub := []string{"_INBOX.>", AlertsSubject, root + ".*.status", root + ".*.pit.alerts.active"}
 	for _, w := range l.Witnesses {
@@ -98,6 +102,14 @@ func AuthConfig(l Logins, subj Subjects, stream, statusStream, consumer string) 
 	}
 	b.WriteString("  ]\n}\n")
 	return b.String(), nil
+}
+
+func groupConsumers(consumer string, groups []string) []string {
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i] = GroupConsumer(consumer, g)
+	}
+	return out
 }
 
 func list(s []string) string {

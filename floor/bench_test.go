@@ -1,34 +1,26 @@
 package floor
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/display/mqttpub"
 	"github.com/tablectl/tablectl/internal/floortest"
-	"github.com/tablectl/tablectl/internal/freeport"
 	"github.com/tablectl/tablectl/internal/logtail"
-	"github.com/tablectl/tablectl/internal/mosquitto"
 	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
@@ -229,137 +221,6 @@ func procCPU(pid int, children bool) (time.Duration, error) {
 		ticks += v
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
-}
-
-// BenchmarkAlertToFloorView: a table's alert from its Mosquitto, over the
-// bridge of deploy/mosquitto/bridge.conf, through the NATS cluster, to the
-// floor view's stream of changes as a browser reads it (server-sent
-// events). The time is from the alert's at (stamped as the table
-// publishes it) to the floor view's event arriving; p50 and p99 in ms.
-//
-//	TABLECTL_TEST_ALL=1 go test -run '^$' -bench AlertToFloorView -benchtime 2000x ./floor/
-func BenchmarkAlertToFloorView(b *testing.B) {
-	testenv.Command(b, "mosquitto", "mosquitto")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cluster := floortest.Cluster(b, 3)
-	pool, schema := floortest.Postgres(b)
-	store, err := OpenStore(ctx, pool, schema)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bridgeText, err := os.ReadFile("../deploy/mosquitto/bridge.conf")
-	if err != nil {
-		b.Fatal(err)
-	}
-	table := "BENCH-" + strings.ToUpper(schema[2:8])
-	var addrs []string
-	for _, nd := range cluster.Nodes {
-		addrs = append(addrs, nd.MQTTAddr())
-	}
-	bridge, err := natsserver.Bridge(string(bridgeText), table, addrs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	port, _ := freeport.Loopback()
-	conf := b.TempDir() + "/mosquitto.conf"
-	os.WriteFile(conf, fmt.Appendf(nil, "listener %d 127.0.0.1\nallow_anonymous true\nlog_dest stderr\nlog_type information\n%s", port, bridge), 0o644)
-	mq, err := mosquitto.Start(conf, 10*time.Second)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mq.Kill()
-
-	nc, err := nats.Connect(cluster.URLs())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	// The view follows the tables' alerts through the status stream, as
-	// it does on a floor (a witness makes the stream).
-	js, _ := jetstream.New(nc)
-	if _, err := EnsureStatusStream(ctx, js, DefaultStatusStream, Subjects{}, 3); err != nil {
-		b.Fatal(err)
-	}
-	v := NewView(store, nil, Subjects{}, nil, quietLog())
-	go v.Run(ctx, nc, DefaultStatusStream, time.Second)
-	srv := httptest.NewServer(v)
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/floor/events")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	seen := make(chan mqttpub.Alert, 1024)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			var tv TableView
-			if json.Unmarshal([]byte(data), &tv) != nil || tv.Table != table {
-				continue
-			}
-			for _, a := range tv.Alerts {
-				seen <- mqttpub.Alert{ID: a.LatestID}
-			}
-		}
-	}()
-
-	opts := paho.NewClientOptions().AddBroker(fmt.Sprintf("tcp://127.0.0.1:%d", port)).SetClientID("tablectl-" + table)
-	cl := paho.NewClient(opts)
-	if tok := cl.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-		b.Fatal("connect", tok.Error())
-	}
-	defer cl.Disconnect(100)
-	topic := "tablectl/" + table + "/pit/alerts/active"
-	// The bridge and the subscription are up once a first alert arrives.
-	testenv.EventuallyErr(b, 30*time.Second, "a first alert on the floor view", func() error {
-		publishAlert(b, cl, topic, "warm-up", time.Now())
-		select {
-		case <-seen:
-			return nil
-		case <-time.After(500 * time.Millisecond): // then sent again: the bridge may have been down
-			return errors.New("none arrived")
-		}
-	})
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := range b.N {
-		id := fmt.Sprintf("table-%d", i)
-		at := time.Now()
-		publishAlert(b, cl, topic, id, at)
-		for got := false; !got; {
-			select {
-			case a := <-seen:
-				if a.ID == id {
-					lat = append(lat, time.Since(at))
-					got = true
-				}
-			case <-time.After(10 * time.Second):
-				b.Fatalf("alert %s not on the floor view after 10s", id)
-			}
-		}
-		// A pace, not a wait: the benchmark's alerts come one by one, as
-		// a table's do, not in a flood.
-		time.Sleep(5 * time.Millisecond)
-	}
-	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
-}
-
-func publishAlert(b *testing.B, cl paho.Client, topic, id string, at time.Time) {
-	p, _ := json.Marshal(map[string]any{"alerts": []mqttpub.Alert{{State: mqttpub.AlertRaised, ID: id, Source: mqttpub.SourceTable,
-		Kind: "extra_card", Suspends: true, Message: "9H drawn after coup 1 was complete", Needs: "resume", At: at.UTC()}}})
-	if tok := cl.Publish(topic, 1, true, p); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-		b.Fatal("publish", tok.Error())
-	}
 }
 
 var _ = audit.Hash{}

@@ -150,7 +150,11 @@ func (w *Witness) checkConsumer(ctx context.Context, s jetstream.Stream) (jetstr
 		return nil, fmt.Sprintf("consumer %s: %v", w.cfg.Consumer, err)
 	}
 	cc := c.CachedInfo().Config
-	if cc.DeliverPolicy != jetstream.DeliverAllPolicy || cc.FilterSubject != "" || len(cc.FilterSubjects) > 0 ||
+	want := jetstream.ConsumerConfig{}
+	if w.cfg.Group != "" {
+		want.FilterSubjects = w.cfg.Subjects.TablesStream(w.cfg.Registry.GroupTables(w.cfg.Group))
+	}
+	if cc.DeliverPolicy != jetstream.DeliverAllPolicy || !filtersFit(cc, want) ||
 		(w.isPinned() && !isPinned(cc)) || (!w.isPinned() && cc.AckPolicy != jetstream.AckExplicitPolicy) {
 		return c, fmt.Sprintf("consumer %s changed (deliver %s, ack %s, filter %q%v): it may skip rows; delete it to have it made again", w.cfg.Consumer, cc.DeliverPolicy, cc.AckPolicy, cc.FilterSubject, cc.FilterSubjects)
 	}

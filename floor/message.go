@@ -47,6 +47,16 @@ func (s Subjects) Stream() []string {
 	return []string{s.root() + ".*.pit.events", s.root() + ".*.pit.checkpoint"}
 }
 
+// TablesStream is what of the stream concerns tables: their events and
+// checkpoints (a group's consumer's filter).
+func (s Subjects) TablesStream(tables []string) []string {
+	out := make([]string, 0, 2*len(tables))
+	for _, t := range tables {
+		out = append(out, s.root()+"."+t+".pit.events", s.root()+"."+t+".pit.checkpoint")
+	}
+	return out
+}
+
 // Status is what the floor view follows besides the stream: each table's
 // status and active alerts (retained, so a new witness has them at once).
 func (s Subjects) Status() []string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,13 +40,18 @@ type TableEntry struct {
 	// PitView is the URL of the table's own pit view, linked from the
 	// floor view.
 	PitView string
+	// Group is the witnesses' group the table is in: the witnesses of a
+	// group (tablectl-floor witness --group) take its tables' messages
+	// only, through a consumer of their own, so several groups share a
+	// floor (docs/floor.md). Empty: the floor's one group.
+	Group string
 }
 
 // registryJSON is the registry file:
 //
 //	{"heartbeat": "1m",
 //	 "tables": {"BAC-07": {"public_keys": ["<32 bytes, base64>"], "public_key_files": ["BAC-07.pub"], "heartbeat": "30s",
-//	                       "pit_view": "https://bac-07.pit.casino.internal/pit"}}}
+//	                       "pit_view": "https://bac-07.pit.casino.internal/pit", "group": "east"}}}
 type registryJSON struct {
 	Heartbeat string `json:"heartbeat"`
 	Tables    map[string]struct {
@@ -53,6 +59,7 @@ type registryJSON struct {
 		PublicKeyFiles []string `json:"public_key_files"`
 		Heartbeat      string   `json:"heartbeat"`
 		PitView        string   `json:"pit_view"`
+		Group          string   `json:"group"`
 	} `json:"tables"`
 }
 
@@ -88,7 +95,10 @@ func ParseRegistry(data []byte, dir string) (*Registry, error) {
 		if err := checkTable(id); err != nil {
 			return nil, fmt.Errorf("registry: %w", err)
 		}
-		e := TableEntry{Heartbeat: r.Heartbeat, PitView: t.PitView}
+		if err := checkGroup(t.Group); err != nil {
+			return nil, fmt.Errorf("registry: table %s: %w", id, err)
+		}
+		e := TableEntry{Heartbeat: r.Heartbeat, PitView: t.PitView, Group: t.Group}
 		if t.Heartbeat != "" {
 			d, err := time.ParseDuration(t.Heartbeat)
 			if err != nil || d <= 0 {
@@ -119,6 +129,50 @@ func ParseRegistry(data []byte, dir string) (*Registry, error) {
 		r.Tables[id] = e
 	}
 	return r, nil
+}
+
+// checkGroup refuses a group name that cannot be a part of a consumer's
+// name (one NATS subject token) or is too long to read.
+func checkGroup(g string) error {
+	if len(g) > 32 {
+		return fmt.Errorf("group %.40q: longer than 32 characters", g)
+	}
+	for _, c := range g {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("group %q: only letters, digits, - and _", g)
+		}
+	}
+	return nil
+}
+
+// Groups are the witnesses' groups the registry names, sorted.
+func (r *Registry) Groups() []string {
+	var out []string
+	for _, e := range r.Tables {
+		if e.Group != "" && !slices.Contains(out, e.Group) {
+			out = append(out, e.Group)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// GroupTables are the tables of group, sorted; group "" is every table.
+func (r *Registry) GroupTables(group string) []string {
+	var out []string
+	for id, e := range r.Tables {
+		if group == "" || e.Group == group {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// inGroup tells whether a witness of group judges table: a witness of
+// the floor's one group ("") judges every table.
+func (r *Registry) inGroup(table, group string) bool {
+	return group == "" || r.Tables[table].Group == group
 }
 
 // heartbeat is how long table may be silent.

@@ -57,6 +57,11 @@ type Config struct {
 	// consumer every witness shares; Replicas is the stream's (3 on a
 	// 3-node cluster; created when the stream is missing).
 	Stream, Consumer string
+	// Group is the witnesses' group this witness is of (the registry's
+	// "group"): it takes only the group's tables' messages, through the
+	// group's own consumer (Consumer-Group, filtered to those tables),
+	// and judges only them for gaps and silence. Empty: the whole floor.
+	Group string
 	// StatusStream keeps each table's last status and active alerts
 	// (created when missing); the floor view reads it.
 	StatusStream string
@@ -92,6 +97,9 @@ func (c *Config) defaults() {
 	}
 	if c.Consumer == "" {
 		c.Consumer = DefaultConsumer
+	}
+	if c.Group != "" {
+		c.Consumer = GroupConsumer(c.Consumer, c.Group)
 	}
 	if c.StatusStream == "" {
 		c.StatusStream = DefaultStatusStream
@@ -318,6 +326,9 @@ func New(ctx context.Context, cfg Config) (*Witness, error) {
 	return &Witness{cfg: cfg, nc: nc, js: js, stream: s, cons: cons, pinned: pinned, log: log, shoes: shoes}, nil
 }
 
+// GroupConsumer is the name of a witnesses' group's consumer.
+func GroupConsumer(consumer, group string) string { return consumer + "-" + group }
+
 // PriorityGroup is the shared consumer's priority group, in which one
 // witness at a time is pinned (nats-server 2.11 or later).
 const PriorityGroup = "witness"
@@ -341,7 +352,18 @@ const (
 func ensureConsumer(ctx context.Context, s jetstream.Stream, version string, cfg Config) (jetstream.Consumer, bool, error) {
 	cc := jetstream.ConsumerConfig{Durable: cfg.Consumer, AckPolicy: jetstream.AckExplicitPolicy,
 		DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: ackWait, MaxAckPending: 4 * cfg.Batch * 4, MaxRequestBatch: cfg.Batch}
-	pinned := serverAtLeast(version, 2, 11)
+	if cfg.Group != "" {
+		tables := cfg.Registry.GroupTables(cfg.Group)
+		if len(tables) == 0 {
+			return nil, false, fmt.Errorf("consumer %s: group %s has no table in the registry", cfg.Consumer, cfg.Group)
+		}
+		cc.FilterSubjects = cfg.Subjects.TablesStream(tables)
+	}
+	// A group's consumer is filtered to its tables, so its messages are
+	// not a run of the stream's sequences, which the cumulative
+	// acknowledgement counts on (ackCommitted): its witnesses acknowledge
+	// each message and share the group's messages.
+	pinned := serverAtLeast(version, 2, 11) && cfg.Group == ""
 	if c, err := s.Consumer(ctx, cfg.Consumer); err == nil {
 		pinned = isPinned(c.CachedInfo().Config)
 		if !pinned && c.CachedInfo().Config.AckPolicy != jetstream.AckExplicitPolicy {
@@ -378,8 +400,13 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, version string, cfg
 func consumerFits(have, want jetstream.ConsumerConfig) bool {
 	return have.AckPolicy == want.AckPolicy && have.DeliverPolicy == want.DeliverPolicy && have.AckWait == want.AckWait &&
 		have.MaxAckPending == want.MaxAckPending && have.MaxRequestBatch == want.MaxRequestBatch &&
-		have.PriorityPolicy == want.PriorityPolicy && have.PinnedTTL == want.PinnedTTL &&
-		have.FilterSubject == "" && len(have.FilterSubjects) == 0
+		have.PriorityPolicy == want.PriorityPolicy && have.PinnedTTL == want.PinnedTTL && filtersFit(have, want)
+}
+
+// filtersFit tells whether a consumer made already takes the subjects
+// want does: all of the stream, or exactly a group's tables.
+func filtersFit(have, want jetstream.ConsumerConfig) bool {
+	return have.FilterSubject == "" && slices.Equal(slices.Sorted(slices.Values(have.FilterSubjects)), slices.Sorted(slices.Values(want.FilterSubjects)))
 }
 
 func isPinned(c jetstream.ConsumerConfig) bool {
@@ -503,14 +530,13 @@ func (w *Witness) once(ctx context.Context, fb fetched) error {
 	}
 	if len(msgs) == 0 {
 		// A pinned consumer gives a witness standing by nothing while the
-		// pinned one works through a backlog: caught up only when the
+		// pinned one works through a backlog, and a shared one nothing
+		// while the others hold what is left: caught up only when the
 		// stream has nothing left to deliver and no witness holds a
 		// batch it has not acknowledged (rows in another witness's hands
 		// are not a table's silence).
 		_, cons := w.consumer()
-		if !w.isPinned() {
-			w.setCaughtUp()
-		} else if info, err := cons.Info(ctx); err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+		if info, err := cons.Info(ctx); err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
 			w.setCaughtUp()
 		}
 		return nil
@@ -869,6 +895,9 @@ func (w *Witness) Scan(ctx context.Context) error {
 	}
 	var alerts []Alert
 	for _, l := range lines {
+		if !w.cfg.Registry.inGroup(l.table, w.cfg.Group) {
+			continue // another group's witnesses judge it
+		}
 		wait := w.resyncWait(l.table, l.contig+1)
 		switch {
 		case l.contig < l.max && l.hole != nil && now.Sub(*l.hole) >= w.cfg.GapGrace && (l.asked == nil || now.Sub(*l.asked) >= wait):

@@ -63,6 +63,7 @@ type Options struct {
 	Tables   int
 	Nodes    int // NATS nodes (3)
 	Witness  int // witnesses (2)
+	Batch    int // the witnesses' batch (floor.DefaultBatch)
 	CardPace time.Duration
 	CoupPace time.Duration
 	Seed     uint64
@@ -259,7 +260,7 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 func (f *Floor) WitnessConfig(i int) floor.Config {
 	c := floor.Config{Name: fmt.Sprintf("witness-%d", i+1), NATS: f.Cluster.URLs(), Replicas: min(3, f.o.Nodes), Store: f.Store,
 		Registry: f.Registry, Key: f.key, KeyName: WitnessKeyName, Logger: f.log.With("part", fmt.Sprintf("witness-%d", i+1)),
-		OnAlert: f.o.OnAlert, Clock: clock.Real}
+		OnAlert: f.o.OnAlert, Clock: clock.Real, Batch: f.o.Batch}
 	if f.o.Logins {
 		c.NATSOptions = f.NATSOptions(f.WitnessLogin(i))
 	}
