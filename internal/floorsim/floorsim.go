@@ -34,6 +34,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/mattn/go-sqlite3"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablectl/tablectl/audit"
 	"github.com/tablectl/tablectl/base/clock"
@@ -245,6 +246,13 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 			return nil, err
 		}
 	}
+	// And the stream ready to store: NATS acknowledges a QoS 1 publish on
+	// the MQTT listener before the stream has it, so rows published while
+	// a stream just made has no leader yet (a loaded machine: seconds) are
+	// lost at the door and come back only by a resync (docs/floor.md).
+	if err := f.streamReady(ctx); err != nil {
+		return nil, err
+	}
 	for _, t := range f.Tables {
 		if err := t.startMosquitto(); err != nil {
 			return nil, err
@@ -254,6 +262,60 @@ func Start(ctx context.Context, o Options) (_ *Floor, err error) {
 		}
 	}
 	return f, nil
+}
+
+// streamReady waits until the floor's stream has a leader and every
+// replica is current.
+func (f *Floor) streamReady(ctx context.Context) error {
+	cfg := f.WitnessConfig(0)
+	nc, err := nats.Connect(cfg.NATS, cfg.NATSOptions...)
+	if err != nil {
+		return fmt.Errorf("the stream's state: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		why := streamNotReady(ctx, js)
+		if why == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the floor's stream not ready to store after a minute: %s", why)
+		case <-tick.C:
+		}
+	}
+}
+
+// streamNotReady says why the floor's stream cannot store yet ("": it
+// can).
+func streamNotReady(ctx context.Context, js jetstream.JetStream) string {
+	s, err := js.Stream(ctx, floor.DefaultStream)
+	if err != nil {
+		return err.Error()
+	}
+	si, err := s.Info(ctx)
+	switch {
+	case err != nil:
+		return err.Error()
+	case si.Cluster == nil:
+		return "" // one node, no cluster
+	case si.Cluster.Leader == "":
+		return "no leader"
+	}
+	for _, r := range si.Cluster.Replicas {
+		if !r.Current {
+			return "replica " + r.Name + " not current"
+		}
+	}
+	return ""
 }
 
 // WitnessConfig is the witnesses' config, for one more started by hand.
