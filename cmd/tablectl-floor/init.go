@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register(command{name: "init", short: "make the floor broker's logins: a password per table, witness and admin, and the nodes' authorization block", run: runInit})
+	register(command{Name: "init", Short: "make the floor broker's logins: a password per table, witness and admin, and the nodes' authorization block", Run: runInit})
 }
 
 func runInit(args []string, stdout io.Writer) error {
