@@ -157,6 +157,11 @@ type Witness struct {
 	// (resyncWait), so a table is not asked again and again for rows on
 	// their way.
 	resyncTries map[string]resyncTry
+	// taken is, per table, the seqs of the rows this witness committed
+	// lately (held pending or witnessed): a hole's first ask leaves out
+	// those at its start (rows held for a checkpoint that the hole keeps
+	// from covering them), so the table sends exactly what never came.
+	taken map[string]map[int64]bool
 	// askedResync hears each resync asked for (a seam for tests).
 	askedResync func(table string, from, to int64)
 	shoes       *shoeWatch // nil: off
@@ -648,6 +653,7 @@ func (w *Witness) commit(ctx context.Context, p prepared) error {
 		return err
 	}
 	alerts = append(alerts, w.shoes.take(ctx, p.items, w.cfg.Store)...)
+	w.noteTaken(p.items)
 	if w.isPinned() {
 		w.ackCommitted(ctx, p)
 	} else {
@@ -879,14 +885,15 @@ func (w *Witness) Scan(ctx context.Context) error {
 			if !ok {
 				continue
 			}
+			ask := w.resyncFrom(l.table, from, upTo)
 			a, err := w.raise(ctx, l.table, AlertGap, strconv.FormatInt(from, 10), from,
-				fmt.Sprintf("rows %d to %d of %s missing below row %d witnessed; asked the table to resync from %d", from, upTo-1, l.table, upTo, from))
+				fmt.Sprintf("rows %d to %d of %s missing below row %d witnessed; asked the table to resync from %d", from, upTo-1, l.table, upTo, ask))
 			if err != nil {
 				return err
 			}
 			alerts = append(alerts, a...)
+			w.resync(l.table, ask, upTo-1)
 			w.noteResync(l.table, l.contig+1)
-			w.resync(l.table, from, upTo-1)
 		case l.contig >= l.max:
 			// Gaps filled: resolve them.
 			a, err := w.resolve(ctx, l.table, AlertGap, now)
@@ -963,6 +970,54 @@ func (w *Witness) resync(table string, from, to int64) {
 	w.mu.Lock()
 	w.stats.Resyncs++
 	w.mu.Unlock()
+}
+
+// maxTaken bounds the seqs kept per table in Witness.taken: far more than
+// a hole's rows held pending (a table signs a checkpoint every row or two).
+const maxTaken = 4096
+
+// noteTaken keeps the seqs of the committed batch's rows, per table.
+func (w *Witness) noteTaken(items []item) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.taken == nil {
+		w.taken = map[string]map[int64]bool{}
+	}
+	for _, it := range items {
+		if it.row == nil {
+			continue
+		}
+		seqs := w.taken[it.table]
+		if seqs == nil || len(seqs) >= maxTaken {
+			seqs = map[int64]bool{}
+			w.taken[it.table] = seqs
+		}
+		seqs[it.row.Seq] = true
+	}
+}
+
+// resyncFrom is where a resync of table's hole from..upTo-1 starts: on
+// the first ask, past the rows at its start this witness took (held
+// pending: they came, a checkpoint over them cannot chain through the
+// hole); a repeat asks for the whole hole, in case what came was not the
+// table's row. The seqs kept below the hole are let go.
+func (w *Witness) resyncFrom(table string, from, upTo int64) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seqs := w.taken[table]
+	for s := range seqs {
+		if s < from {
+			delete(seqs, s)
+		}
+	}
+	if t, ok := w.resyncTries[table]; ok && t.from == from && t.tries > 0 {
+		return from
+	}
+	start := from
+	for start < upTo-1 && seqs[start] {
+		start++
+	}
+	return start
 }
 
 // resyncTry is a hole asked for: where it starts, and how often.
