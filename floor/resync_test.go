@@ -55,7 +55,9 @@ func TestResyncExact(t *testing.T) {
 		Exe: exe, Env: []string{childEnv + "=1"}, Log: testLog(t),
 		// The table's Mosquitto without its bridge: the relay below is
 		// its uplink.
-		StartBroker: func(conf string) (floorsim.Broker, error) { return mosquitto.Start(withoutBridge(t, conf), 10*time.Second) }})
+		StartBroker: func(conf string) (floorsim.Broker, error) {
+			return mosquitto.Start(withoutBridge(t, conf), 10*time.Second)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
