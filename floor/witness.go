@@ -875,6 +875,7 @@ func (w *Witness) Scan(ctx context.Context) error {
 	}
 	var alerts []Alert
 	for _, l := range lines {
+		w.pruneTaken(l.table, l.contig)
 		wait := w.resyncWait(l.table, l.contig+1)
 		switch {
 		case l.contig < l.max && l.hole != nil && now.Sub(*l.hole) >= w.cfg.GapGrace && (l.asked == nil || now.Sub(*l.asked) >= wait):
@@ -972,9 +973,10 @@ func (w *Witness) resync(table string, from, to int64) {
 	w.mu.Unlock()
 }
 
-// maxTaken bounds the seqs kept per table in Witness.taken: far more than
-// a hole's rows held pending (a table signs a checkpoint every row or two).
-const maxTaken = 4096
+// maxTaken bounds the seqs kept per table in Witness.taken, which the
+// scan prunes to those above the table's witnessed rows: far more than a
+// hole's rows held pending (a table signs a checkpoint every row or two).
+const maxTaken = 1024
 
 // noteTaken keeps the seqs of the committed batch's rows, per table.
 func (w *Witness) noteTaken(items []item) {
@@ -996,20 +998,26 @@ func (w *Witness) noteTaken(items []item) {
 	}
 }
 
+// pruneTaken lets go of table's seqs taken at or below contig: witnessed.
+func (w *Witness) pruneTaken(table string, contig int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for s := range w.taken[table] {
+		if s <= contig {
+			delete(w.taken[table], s)
+		}
+	}
+}
+
 // resyncFrom is where a resync of table's hole from..upTo-1 starts: on
 // the first ask, past the rows at its start this witness took (held
 // pending: they came, a checkpoint over them cannot chain through the
 // hole); a repeat asks for the whole hole, in case what came was not the
-// table's row. The seqs kept below the hole are let go.
+// table's row.
 func (w *Witness) resyncFrom(table string, from, upTo int64) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	seqs := w.taken[table]
-	for s := range seqs {
-		if s < from {
-			delete(seqs, s)
-		}
-	}
 	if t, ok := w.resyncTries[table]; ok && t.from == from && t.tries > 0 {
 		return from
 	}
