@@ -459,7 +459,8 @@ func runBuildKeygen(t *testing.T, r, cmd string, env []string) {
 // runPackage: both packages (the table box's and the floor's), each for both
 // architectures, land in dist/.
 func runPackage(t *testing.T, r, cmd string, env []string) {
-	runToEnd(t, r, cmd, env, 15*time.Minute)
+	// Four packages: two binaries, each for two arches (cgo cross-built).
+	runToEnd(t, r, cmd, env, 30*time.Minute)
 	// The table box's package and the floor's, for each arch.
 	for _, pkg := range []string{"tablectl", "tablectl-floor"} {
 		for _, arch := range []string{"amd64", "arm64"} {
