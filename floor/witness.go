@@ -165,6 +165,11 @@ type Witness struct {
 	// (resyncWait), so a table is not asked again and again for rows on
 	// their way.
 	resyncTries map[string]resyncTry
+	// taken is, per table, the seqs of the rows this witness committed
+	// lately (held pending or witnessed): a hole's first ask leaves out
+	// those at its start (rows held for a checkpoint that the hole keeps
+	// from covering them), so the table sends exactly what never came.
+	taken map[string]map[int64]bool
 	// askedResync hears each resync asked for (a seam for tests).
 	askedResync func(table string, from, to int64)
 	shoes       *shoeWatch // nil: off
@@ -674,6 +679,7 @@ func (w *Witness) commit(ctx context.Context, p prepared) error {
 		return err
 	}
 	alerts = append(alerts, w.shoes.take(ctx, p.items, w.cfg.Store)...)
+	w.noteTaken(p.items)
 	if w.isPinned() {
 		w.ackCommitted(ctx, p)
 	} else {
@@ -898,6 +904,7 @@ func (w *Witness) Scan(ctx context.Context) error {
 		if !w.cfg.Registry.inGroup(l.table, w.cfg.Group) {
 			continue // another group's witnesses judge it
 		}
+		w.pruneTaken(l.table, l.contig)
 		wait := w.resyncWait(l.table, l.contig+1)
 		switch {
 		case l.contig < l.max && l.hole != nil && now.Sub(*l.hole) >= w.cfg.GapGrace && (l.asked == nil || now.Sub(*l.asked) >= wait):
@@ -908,14 +915,15 @@ func (w *Witness) Scan(ctx context.Context) error {
 			if !ok {
 				continue
 			}
+			ask := w.resyncFrom(l.table, from, upTo)
 			a, err := w.raise(ctx, l.table, AlertGap, strconv.FormatInt(from, 10), from,
-				fmt.Sprintf("rows %d to %d of %s missing below row %d witnessed; asked the table to resync from %d", from, upTo-1, l.table, upTo, from))
+				fmt.Sprintf("rows %d to %d of %s missing below row %d witnessed; asked the table to resync from %d", from, upTo-1, l.table, upTo, ask))
 			if err != nil {
 				return err
 			}
 			alerts = append(alerts, a...)
+			w.resync(l.table, ask, upTo-1)
 			w.noteResync(l.table, l.contig+1)
-			w.resync(l.table, from, upTo-1)
 		case l.contig >= l.max:
 			// Gaps filled: resolve them.
 			a, err := w.resolve(ctx, l.table, AlertGap, now)
@@ -992,6 +1000,61 @@ func (w *Witness) resync(table string, from, to int64) {
 	w.mu.Lock()
 	w.stats.Resyncs++
 	w.mu.Unlock()
+}
+
+// maxTaken bounds the seqs kept per table in Witness.taken, which the
+// scan prunes to those above the table's witnessed rows: far more than a
+// hole's rows held pending (a table signs a checkpoint every row or two).
+const maxTaken = 1024
+
+// noteTaken keeps the seqs of the committed batch's rows, per table.
+func (w *Witness) noteTaken(items []item) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.taken == nil {
+		w.taken = map[string]map[int64]bool{}
+	}
+	for _, it := range items {
+		if it.row == nil {
+			continue
+		}
+		seqs := w.taken[it.table]
+		if seqs == nil || len(seqs) >= maxTaken {
+			seqs = map[int64]bool{}
+			w.taken[it.table] = seqs
+		}
+		seqs[it.row.Seq] = true
+	}
+}
+
+// pruneTaken lets go of table's seqs taken at or below contig: witnessed.
+func (w *Witness) pruneTaken(table string, contig int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for s := range w.taken[table] {
+		if s <= contig {
+			delete(w.taken[table], s)
+		}
+	}
+}
+
+// resyncFrom is where a resync of table's hole from..upTo-1 starts: on
+// the first ask, past the rows at its start this witness took (held
+// pending: they came, a checkpoint over them cannot chain through the
+// hole); a repeat asks for the whole hole, in case what came was not the
+// table's row.
+func (w *Witness) resyncFrom(table string, from, upTo int64) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seqs := w.taken[table]
+	if t, ok := w.resyncTries[table]; ok && t.from == from && t.tries > 0 {
+		return from
+	}
+	start := from
+	for start < upTo-1 && seqs[start] {
+		start++
+	}
+	return start
 }
 
 // resyncTry is a hole asked for: where it starts, and how often.

@@ -28,7 +28,7 @@ import (
 )
 
 func init() {
-	register(command{name: "demo", short: "a floor on this machine: N simulated tables, a NATS cluster, two witnesses, the floor view", run: runDemo})
+	register(command{Name: "demo", Short: "a floor on this machine: N simulated tables, a NATS cluster, two witnesses, the floor view", Run: runDemo})
 }
 
 // floorDemoOptions are the floor demo's own flags.

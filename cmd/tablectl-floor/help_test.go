@@ -15,9 +15,7 @@ func TestConvention(t *testing.T) {
 	for _, c := range d.Commands {
 		names = append(names, c.Name())
 	}
-	for n := range commands {
-		want = append(want, n)
-	}
+	want = append(want, app.Names()...)
 	sort.Strings(names)
 	sort.Strings(want)
 	if len(names) != len(want) {

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register(command{name: "init", short: "make the floor's logins (a password per table, witness and admin), its CA and certificates, and each node's files", run: runInit})
+	register(command{Name: "init", Short: "make the floor's logins (a password per table, witness and admin), its CA and certificates, and each node's files", Run: runInit})
 }
 
 func runInit(args []string, stdout io.Writer) error {

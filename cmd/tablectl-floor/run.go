@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(command{name: "run", short: "run a table controller from its config file: the floor demo's tables (a table box runs tablectl run)", run: runRun})
+	register(command{Name: "run", Short: "run a table controller from its config file: the floor demo's tables (a table box runs tablectl run)", Run: runRun})
 }
 
 // runRun is tablectl run without its overrides: the demo's controller

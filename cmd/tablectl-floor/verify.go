@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register(command{name: "verify", short: "verify a table's trail and compare it row by row with the floor's witnessed copy", run: runVerify})
+	register(command{Name: "verify", Short: "verify a table's trail and compare it row by row with the floor's witnessed copy", Run: runVerify})
 }
 
 // errTampered is returned when verify found something, after printing it.

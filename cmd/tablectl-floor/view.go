@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register(command{name: "view", short: "serve the floor view alone (without a witness), behind HTTP basic auth", run: runView})
+	register(command{Name: "view", Short: "serve the floor view alone (without a witness), behind HTTP basic auth", Run: runView})
 }
 
 func runView(args []string, stdout io.Writer) error {

@@ -22,7 +22,7 @@ import (
 )
 
 func init() {
-	register(command{name: "witness", short: "the floor's witness: every table's rows and checkpoints into PostgreSQL, checked (docs/floor.md)", run: runWitness})
+	register(command{Name: "witness", Short: "the floor's witness: every table's rows and checkpoints into PostgreSQL, checked (docs/floor.md)", Run: runWitness})
 }
 
 func runWitness(args []string, stdout io.Writer) error {

@@ -2,7 +2,9 @@
 // tree: `go run ./cmd/tablectl-pkg --manifest-key FILE` writes
 // dist/tablectl_VERSION_amd64.deb and _arm64.deb, each with the
 // self-authentication manifest of its own binary and the example config,
-// signed with the build key FILE (internal/debpkg has what goes in them).
+// signed with the build key FILE, and the floor's package beside them,
+// dist/tablectl-floor_VERSION_ARCH.deb (--package chooses; internal/debpkg
+// has what goes in them).
 package main
 
 import (
@@ -31,9 +33,11 @@ func run(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: tablectl-pkg --manifest-key FILE [flags]
 
-Builds tablectl's .deb for each --arch into --out, dated with
+Builds each --package's .deb for each --arch into --out: tablectl, the
+table box's, and tablectl-floor, the floor's (the witness and its unit;
+never on a table box). Each is dated with
 SOURCE_DATE_EPOCH, else the commit's time: the same commit built twice
-gives the same bytes. Each package carries the
+gives the same bytes. The table's package carries the
 self-authentication manifest of its own binary and the example config (and
 each --manifest-config, a table's own config), signed with the build key,
 and the key's public half, at %s and
@@ -45,6 +49,7 @@ flags:
 		fs.PrintDefaults()
 	}
 	arches := fs.String("arch", "amd64,arm64", "the `ARCHES` to build, comma-separated (amd64, arm64)")
+	names := fs.String("package", debpkg.Name+","+debpkg.FloorName, "the `PACKAGES` to build, comma-separated ("+debpkg.Name+", "+debpkg.FloorName+")")
 	out := fs.String("out", "dist", "the `DIR` the packages go to")
 	version := fs.String("version", "", "the package's `VERSION` (default 0.1.0+git<revision>)")
 	keyFile := fs.String("manifest-key", "", "the build key `FILE` (Ed25519 PEM, tablectl audit keygen) that signs the manifest")
@@ -59,7 +64,7 @@ flags:
 		return nil
 	})
 	var extra []debpkg.File
-	fs.Func("extra", "one more file, `SRC=DST` (repeatable)", func(s string) error {
+	fs.Func("extra", "one more file in each package, `SRC=DST` (repeatable)", func(s string) error {
 		src, dst, ok := strings.Cut(s, "=")
 		if !ok || src == "" || !strings.HasPrefix(dst, "/") {
 			return fmt.Errorf("want SRC=/absolute/destination")
@@ -71,6 +76,10 @@ flags:
 		if err == flag.ErrHelp {
 			return nil
 		}
+		return err
+	}
+	pkgs, table, err := packages(*names)
+	if err != nil {
 		return err
 	}
 	o := debpkg.Options{Out: *out, Extra: extra, Unsigned: *unsigned, Configs: configs, Maintainer: *maintainer,
@@ -86,6 +95,8 @@ flags:
 			return fmt.Errorf("--manifest-key: %w", err)
 		}
 		o.ManifestKey = key
+	case !table:
+		// The floor's package carries no manifest: no key needed.
 	case *unsigned:
 		fmt.Fprintf(os.Stderr, "tablectl-pkg: warning: --unsigned: no manifest in the package; with self_check.require (set in deploy/tablectl.json) the table records self_check_failed and refuses to deal until a signed manifest is at %s\n", debpkg.ManifestPath)
 	default:
@@ -112,13 +123,30 @@ flags:
 		*version = debpkg.DefaultVersion(o.Root, "0.1.0")
 	}
 	o.Version = *version
-	for _, a := range strings.Split(*arches, ",") {
-		o.Arch = strings.TrimSpace(a)
-		p, err := debpkg.Build(context.Background(), o)
-		if err != nil {
-			return err
+	for _, pkg := range pkgs {
+		o.Package = pkg
+		for _, a := range strings.Split(*arches, ",") {
+			o.Arch = strings.TrimSpace(a)
+			p, err := debpkg.Build(context.Background(), o)
+			if err != nil {
+				return err
+			}
+			fmt.Println(p)
 		}
-		fmt.Println(p)
 	}
 	return nil
+}
+
+// packages are the packages of --package, in its order; table says
+// whether the table's is one (it needs the build key).
+func packages(names string) (pkgs []debpkg.Package, table bool, err error) {
+	for _, n := range strings.Split(names, ",") {
+		p, ok := debpkg.Packages[strings.TrimSpace(n)]
+		if !ok {
+			return nil, false, fmt.Errorf("--package %q: want %s or %s", n, debpkg.Name, debpkg.FloorName)
+		}
+		pkgs = append(pkgs, p)
+		table = table || p.Manifest
+	}
+	return pkgs, table, nil
 }

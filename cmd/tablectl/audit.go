@@ -21,26 +21,19 @@ import (
 
 func init() {
 	register(command{
-		name:  "audit",
-		short: "verify, export and checkpoint the audit trail; make a checkpoint key",
-		run:   runAudit,
+		Name:  "audit",
+		Short: "verify, export and checkpoint the audit trail; make a checkpoint key",
+		Subs:  auditCommands,
 	})
-	for _, c := range auditCommands {
-		subShorts["audit "+c.name] = c.short
-	}
 }
 
 // auditCommands are audit's subcommands.
-var auditCommands = []subcommand{
-	{"verify", "check a trail for edits, deleted rows, truncation and bad signatures", runAuditVerify},
-	{"export", "write a trail's rows as JSON lines", runAuditExport},
-	{"checkpoint", "write a trail's last signed checkpoint to a file (the copy kept elsewhere)", runAuditCheckpoint},
-	{"keygen", "make an Ed25519 checkpoint key pair", runAuditKeygen},
-	{"pubkey", "write the checkpoint public key of a key file or a token's key as PEM", runAuditPubkey},
-}
-
-func runAudit(args []string, stdout io.Writer) error {
-	return runSubcommand("audit", auditCommands, args, stdout)
+var auditCommands = []command{
+	{Name: "verify", Short: "check a trail for edits, deleted rows, truncation and bad signatures", Run: runAuditVerify},
+	{Name: "export", Short: "write a trail's rows as JSON lines", Run: runAuditExport},
+	{Name: "checkpoint", Short: "write a trail's last signed checkpoint to a file (the copy kept elsewhere)", Run: runAuditCheckpoint},
+	{Name: "keygen", Short: "make an Ed25519 checkpoint key pair", Run: runAuditKeygen},
+	{Name: "pubkey", Short: "write the checkpoint public key of a key file or a token's key as PEM", Run: runAuditPubkey},
 }
 
 // errTampered is returned when verify found something, after printing it.

@@ -11,24 +11,17 @@ import (
 )
 
 func init() {
-	register(command{name: "config", short: "check a config file: every error with its line, column and key; exit 0 only if it would start and deal", run: runConfig})
-	for _, c := range configCommands {
-		subShorts["config "+c.name] = c.short
-	}
+	register(command{Name: "config", Short: "check a config file: every error with its line, column and key; exit 0 only if it would start and deal", Subs: configCommands})
 }
 
 // configCommands are config's subcommands.
-var configCommands = []subcommand{
-	{"check", "check a config file as tablectl run would read it: every error with its line, column and key", runConfigCheck},
+var configCommands = []command{
+	{Name: "check", Short: "check a config file as tablectl run would read it: every error with its line, column and key", Run: runConfigCheck},
 }
 
 // errConfigBad is returned once check has printed why the config would not
 // start, or its table would not deal.
 var errConfigBad = errors.New("the config would not start, or its table would not deal")
-
-func runConfig(args []string, stdout io.Writer) error {
-	return runSubcommand("config", configCommands, args, stdout)
-}
 
 func runConfigCheck(args []string, stdout io.Writer) error {
 	fs := newFlagSet("config check")

@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register(command{name: "demo", short: "a whole table on this machine: simulated shoe, controller, broker, trail", run: runDemo})
+	register(command{Name: "demo", Short: "a whole table on this machine: simulated shoe, controller, broker, trail", Run: runDemo})
 }
 
 func runDemo(args []string, stdout io.Writer) error {
@@ -36,7 +36,7 @@ flags:
 		printFlags(fs.Output(), fs)
 	}
 	o := controller.DemoOptions{LogTo: os.Stderr}
-	if logFlagsSet {
+	if app.LogFlagsSet() {
 		o.Logger = slog.Default()
 	}
 	fs.StringVar(&o.Dir, "dir", "demo", "the `folder` for the trail, the keys and the shoe's link")

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(command{name: "enrol", short: "add a supervisor's public key (an enrolment request, or a key) to a keyring for the officer to sign", run: runEnrol})
+	register(command{Name: "enrol", Short: "add a supervisor's public key (an enrolment request, or a key) to a keyring for the officer to sign", Run: runEnrol})
 }
 
 func runEnrol(args []string, stdout io.Writer) error {

@@ -21,20 +21,12 @@ func TestConvention(t *testing.T) {
 		names = append(names, c.Name())
 	}
 	var want []string
-	for n := range commands {
+	for _, n := range app.Names() {
 		want = append(want, n)
-	}
-	for _, c := range auditCommands {
-		want = append(want, "audit "+c.name)
-	}
-	for _, c := range manifestCommands {
-		want = append(want, "manifest "+c.name)
-	}
-	for _, c := range configCommands {
-		want = append(want, "config "+c.name)
-	}
-	for _, c := range keyringCommands {
-		want = append(want, "keyring "+c.name)
+		c, _ := app.Command(n)
+		for _, s := range c.Subs {
+			want = append(want, n+" "+s.Name)
+		}
 	}
 	sort.Strings(names)
 	sort.Strings(want)

@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(command{name: "init", short: "make a new box's keys and passwords (never overwrites) and say what to copy off it", run: runInit})
+	register(command{Name: "init", Short: "make a new box's keys and passwords (never overwrites) and say what to copy off it", Run: runInit})
 }
 
 // defaultConfigPath is the installed controller's config, as the package

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(command{name: "keygen", short: "make a supervisor's Ed25519 key pair for signed commands", run: runKeygen})
+	register(command{Name: "keygen", Short: "make a supervisor's Ed25519 key pair for signed commands", Run: runKeygen})
 }
 
 func runKeygen(args []string, stdout io.Writer) error {

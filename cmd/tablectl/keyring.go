@@ -13,24 +13,17 @@ import (
 
 func init() {
 	register(command{
-		name:  "keyring",
-		short: "the security officer's keyring steps: make the officer's key, sign a keyring, show one",
-		run:   runKeyring,
+		Name:  "keyring",
+		Short: "the security officer's keyring steps: make the officer's key, sign a keyring, show one",
+		Subs:  keyringCommands,
 	})
-	for _, c := range keyringCommands {
-		subShorts["keyring "+c.name] = c.short
-	}
 }
 
 // keyringCommands are keyring's subcommands.
-var keyringCommands = []subcommand{
-	{"keygen", "make the security officer's key pair (officer.key stays off the table boxes)", runKeyringKeygen},
-	{"sign", "sign a supervisors' keyring with the officer's key (the officer's machine)", runKeyringSign},
-	{"show", "print a keyring's serial, signer, hash and keys, and check its signature", runKeyringShow},
-}
-
-func runKeyring(args []string, stdout io.Writer) error {
-	return runSubcommand("keyring", keyringCommands, args, stdout)
+var keyringCommands = []command{
+	{Name: "keygen", Short: "make the security officer's key pair (officer.key stays off the table boxes)", Run: runKeyringKeygen},
+	{Name: "sign", Short: "sign a supervisors' keyring with the officer's key (the officer's machine)", Run: runKeyringSign},
+	{Name: "show", Short: "print a keyring's serial, signer, hash and keys, and check its signature", Run: runKeyringShow},
 }
 
 func runKeyringKeygen(args []string, stdout io.Writer) error {

@@ -14,23 +14,16 @@ import (
 
 func init() {
 	register(command{
-		name:  "manifest",
-		short: "sign (at build time) or check the self-authentication manifest of a binary and its config",
-		run:   runManifest,
+		Name:  "manifest",
+		Short: "sign (at build time) or check the self-authentication manifest of a binary and its config",
+		Subs:  manifestCommands,
 	})
-	for _, c := range manifestCommands {
-		subShorts["manifest "+c.name] = c.short
-	}
 }
 
 // manifestCommands are manifest's subcommands.
-var manifestCommands = []subcommand{
-	{"sign", "hash an executable and its config files and write the signed manifest", runManifestSign},
-	{"check", "check files against a signed manifest as the controller does", runManifestCheck},
-}
-
-func runManifest(args []string, stdout io.Writer) error {
-	return runSubcommand("manifest", manifestCommands, args, stdout)
+var manifestCommands = []command{
+	{Name: "sign", Short: "hash an executable and its config files and write the signed manifest", Run: runManifestSign},
+	{Name: "check", Short: "check files against a signed manifest as the controller does", Run: runManifestCheck},
 }
 
 // entryFlag takes FILE or FILE=INSTALLED-PATH.

@@ -12,9 +12,9 @@ import (
 
 func init() {
 	register(command{
-		name:  "odds",
-		short: "exact odds of the next coup from a shoe, fresh or partly dealt",
-		run:   runOdds,
+		Name:  "odds",
+		Short: "exact odds of the next coup from a shoe, fresh or partly dealt",
+		Run:   runOdds,
 	})
 }
 

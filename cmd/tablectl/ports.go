@@ -9,9 +9,9 @@ import (
 
 func init() {
 	register(command{
-		name:  "ports",
-		short: "list serial ports with their USB ids, to find the shoe",
-		run:   runPorts,
+		Name:  "ports",
+		Short: "list serial ports with their USB ids, to find the shoe",
+		Run:   runPorts,
 	})
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(command{name: "recall", short: "last-game recall: the last 10 coups of a trail with every card", run: runRecall})
+	register(command{Name: "recall", Short: "last-game recall: the last 10 coups of a trail with every card", Run: runRecall})
 }
 
 func runRecall(args []string, stdout io.Writer) error {

@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	register(command{name: "replay", short: "run an audit trail back through the rules, coup by coup, and flag differences", run: runReplay})
+	register(command{Name: "replay", Short: "run an audit trail back through the rules, coup by coup, and flag differences", Run: runReplay})
 }
 
 // errDiffers makes replay exit non-zero when the trail differs from the rules.

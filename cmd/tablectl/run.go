@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(command{name: "run", short: "run the table controller on a configured shoe port", run: runRun})
+	register(command{Name: "run", Short: "run the table controller on a configured shoe port", Run: runRun})
 }
 
 func runRun(args []string, stdout io.Writer) error {

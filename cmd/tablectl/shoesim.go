@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register(command{name: "shoe-sim", short: "simulate a dealing shoe on a pseudo-terminal or a serial port", run: runShoeSim})
+	register(command{Name: "shoe-sim", Short: "simulate a dealing shoe on a pseudo-terminal or a serial port", Run: runShoeSim})
 }
 
 // faultFlags collects repeated --fault flags.

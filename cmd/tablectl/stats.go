@@ -13,9 +13,9 @@ import (
 
 func init() {
 	register(command{
-		name:  "stats",
-		short: "game statistics per dealer, shift or shoe from an audit trail",
-		run:   runStats,
+		Name:  "stats",
+		Short: "game statistics per dealer, shift or shoe from an audit trail",
+		Run:   runStats,
 	})
 }
 

@@ -36,7 +36,7 @@ func init() {
 		{coup.ActionDealerOut, "sign the dealer on duty out (signed pit command)"},
 	} {
 		action := a.action
-		register(command{name: action, short: a.short, run: func(args []string, stdout io.Writer) error {
+		register(command{Name: action, Short: a.short, Run: func(args []string, stdout io.Writer) error {
 			return runSupervise(action, args, stdout)
 		}})
 	}

@@ -1,9 +1,12 @@
-// Package debpkg builds tablectl's Debian package (nfpm as a library): the
-// binary, built for the box's architecture with its version stamped in,
-// the systemd unit, the udev rule, the example config, the Mosquitto
-// files and the docs, with maintainer scripts that make the `tablectl`
-// system user (in dialout) and give /etc/tablectl and /var/lib/tablectl
-// their owners and modes. cmd/tablectl-pkg is its command line.
+// Package debpkg builds tablectl's Debian packages (nfpm as a library),
+// one per binary: tablectl, the table box's (the binary, built for the
+// box's architecture with its version stamped in, the systemd unit, the
+// udev rule, the example config, the Mosquitto files and the docs, with
+// maintainer scripts that make the `tablectl` system user (in dialout) and
+// give /etc/tablectl and /var/lib/tablectl their owners and modes); and
+// tablectl-floor, the floor's, off the table boxes (the floor's binary,
+// the witness's unit and its flags' file, the `tablectl-floor` user, the
+// folders docs/floor.md names). cmd/tablectl-pkg is its command line.
 //
 // What goes in is one list, Contents (with Options.Extra for files
 // another part of the build supplies), so a test can check the package
@@ -61,6 +64,12 @@ type Package struct {
 	Summary, Description string
 	Section              string
 	Depends, Recommends  []string
+	// Conflicts are the packages it may not be installed beside.
+	Conflicts []string
+	// Manifest: the package carries the self-authentication manifest of
+	// its binary and the example config (the table's does; the floor's
+	// binary runs no self-check).
+	Manifest bool
 	// Contents is what it installs besides the binary, its manual pages,
 	// completions, copyright and changelog, from the source tree at root,
 	// the binary at bin.
@@ -84,7 +93,42 @@ var Tablectl = Package{
 	Contents:   Contents,
 	Scripts:    Scripts,
 	Overrides:  "deploy/package/lintian-overrides",
+	Manifest:   true,
 }
+
+// FloorName is the floor's package and its binary; FloorUser the
+// witness's system user.
+const (
+	FloorName = "tablectl-floor"
+	FloorUser = "tablectl-floor"
+)
+
+// Floor is the floor's package: the witness, the floor view and the floor's
+// logins, for the floor's servers. It conflicts with the table's: a witness
+// on a table box would be in the hands of the insider it watches (root on
+// that box), and the table box carries nothing of the floor (issue 30).
+var Floor = Package{
+	Name:    FloorName,
+	Cmd:     "./cmd/tablectl-floor",
+	Summary: "casino floor witness of tablectl's table trails",
+	Description: "Takes every table's audit rows and signed checkpoints from the floor's NATS\n" +
+		"cluster, checks them and keeps the witnessed copy in PostgreSQL; serves the\n" +
+		"floor view and makes the floor broker's logins.",
+	Section:   "misc",
+	Depends:   []string{"adduser", "libc6"},
+	Conflicts: []string{Name},
+	Contents:  FloorContents,
+	Scripts: map[string]string{
+		"preinst":  "deploy/package/floor/preinst",
+		"postinst": "deploy/package/floor/postinst",
+		"prerm":    "deploy/package/floor/prerm",
+		"postrm":   "deploy/package/floor/postrm",
+	},
+	Overrides: "deploy/package/floor/lintian-overrides",
+}
+
+// Packages are the packages tablectl-pkg builds, by name.
+var Packages = map[string]Package{Name: Tablectl, FloorName: Floor}
 
 // DefaultMaintainer is the package's Maintainer when Options.Maintainer is
 // empty. A release sets its own (tablectl-pkg --maintainer).
@@ -150,6 +194,13 @@ const (
 	ConfigPath = "/etc/tablectl/tablectl.json"
 )
 
+// Installed places of the floor's binary, its witness's unit and flags.
+const (
+	FloorBinPath  = "/usr/bin/tablectl-floor"
+	FloorUnitPath = "/lib/systemd/system/tablectl-floor-witness.service"
+	FloorEnvPath  = "/etc/tablectl/floor-witness.env"
+)
+
 // ErrNoManifestKey is a build with neither a manifest key nor Unsigned:
 // the caller must give the build key, or say the package is unsigned.
 var ErrNoManifestKey = errors.New("no manifest key: give the build key (--manifest-key FILE, made by tablectl audit keygen) to sign the package's self-authentication manifest, or build --unsigned (its table refuses to deal: deploy/tablectl.json sets self_check.require)")
@@ -196,6 +247,28 @@ func Contents(root, bin string) []File {
 	return fs
 }
 
+// FloorContents is everything the floor's package installs: the one list.
+// The folders are docs/floor.md's: the registry and the witness's own key
+// and password files in /etc/tablectl (and keys/), readable by the
+// witness's group; floor-logins, where tablectl-floor init writes every
+// login's password, root's alone.
+func FloorContents(root, bin string) []File {
+	d := func(p string) string { return filepath.Join(root, p) }
+	doc := "/usr/share/doc/" + FloorName + "/"
+	return []File{
+		{Src: bin, Dst: FloorBinPath, Mode: 0o755},
+		{Src: d("deploy/tablectl-floor-witness.service"), Dst: FloorUnitPath, Mode: 0o644},
+		{Src: d("deploy/tablectl-floor-witness.env"), Dst: FloorEnvPath, Mode: 0o640, Group: FloorUser, Config: true},
+		{Dst: "/etc/tablectl", Dir: true, Mode: 0o750, Group: FloorUser},
+		{Dst: "/etc/tablectl/keys", Dir: true, Mode: 0o750, Group: FloorUser},
+		{Dst: "/etc/tablectl/floor-logins", Dir: true, Mode: 0o700},
+		{Dst: "/var/lib/tablectl-floor", Dir: true, Mode: 0o750, Owner: FloorUser, Group: FloorUser},
+		{Src: d("deploy/tablectl-floor-witness.env"), Dst: doc + "examples/floor-witness.env", Mode: 0o644},
+		{Src: d("docs/floor.md"), Dst: doc + "floor.md", Mode: 0o644},
+		{Src: d("docs/architecture.md"), Dst: doc + "architecture.md", Mode: 0o644},
+	}
+}
+
 // Scripts are the maintainer scripts, in deploy/package/.
 var Scripts = map[string]string{
 	"preinst":  "deploy/package/preinst",
@@ -213,7 +286,10 @@ func Build(ctx context.Context, o Options) (string, error) {
 	if o.Version == "" || o.Version[0] < '0' || o.Version[0] > '9' {
 		return "", fmt.Errorf("version %q: a Debian version starts with a digit", o.Version)
 	}
-	if o.ManifestKey == nil && !o.Unsigned {
+	if o.Package.Name == "" {
+		o.Package = Tablectl
+	}
+	if o.ManifestKey == nil && !o.Unsigned && o.Package.Manifest {
 		return "", ErrNoManifestKey
 	}
 	if o.ManifestKey != nil && len(o.ManifestKey) != ed25519.PrivateKeySize {
@@ -224,9 +300,6 @@ func Build(ctx context.Context, o Options) (string, error) {
 	}
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
-	}
-	if o.Package.Name == "" {
-		o.Package = Tablectl
 	}
 	if o.Maintainer == "" {
 		o.Maintainer = DefaultMaintainer
@@ -254,13 +327,15 @@ func Build(ctx context.Context, o Options) (string, error) {
 		return "", err
 	}
 	o.Extra = append(slices.Clip(o.Extra), docs...)
-	if o.ManifestKey != nil {
+	switch {
+	case !o.Package.Manifest:
+	case o.ManifestKey != nil:
 		signed, err := o.signManifest(work, bin)
 		if err != nil {
 			return "", err
 		}
 		o.Extra = append(slices.Clip(o.Extra), signed...)
-	} else {
+	default:
 		o.Log("unsigned: no manifest at %s; the table refuses to deal while self_check.require is set (it is in %s)", ManifestPath, ConfigPath)
 	}
 	info, err := o.info(bin)
@@ -353,6 +428,7 @@ func (o Options) info(bin string) (*nfpm.Info, error) {
 		Overridables: nfpm.Overridables{
 			Depends:    p.Depends,
 			Recommends: p.Recommends,
+			Conflicts:  p.Conflicts,
 			Contents:   cs,
 			Scripts:    nfpm.Scripts{PreInstall: s("preinst"), PostInstall: s("postinst"), PreRemove: s("prerm"), PostRemove: s("postrm")},
 		},

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -135,9 +136,80 @@ func TestContentsExist(t *testing.T) {
 	if !strings.Contains(string(unit), "ExecStart=/usr/bin/tablectl ") || !strings.Contains(string(unit), "Documentation=file:///usr/share/doc/tablectl/README.md") {
 		t.Error("the unit's ExecStart or Documentation is not where the package installs them")
 	}
-	for k, s := range Scripts {
-		if fi, err := os.Stat(filepath.Join(r, s)); err != nil || fi.Mode()&0o111 == 0 {
-			t.Errorf("%s: %v (mode %v)", k, err, fi)
+	for _, p := range Packages {
+		for k, s := range p.Scripts {
+			if fi, err := os.Stat(filepath.Join(r, s)); err != nil || fi.Mode()&0o111 == 0 {
+				t.Errorf("%s %s: %v (mode %v)", p.Name, k, err, fi)
+			}
+		}
+	}
+}
+
+// TestFloorContentsExist: every file the floor's package lists is in the
+// tree, it installs docs/floor.md's folders, its unit runs the binary
+// where the package puts it with the flags' file it installs, and it
+// carries nothing of the table's package.
+func TestFloorContentsExist(t *testing.T) {
+	r := root(t)
+	dsts := map[string]File{}
+	for _, f := range FloorContents(r, "/bin/true") {
+		if _, dup := dsts[f.Dst]; dup {
+			t.Errorf("%s twice", f.Dst)
+		}
+		dsts[f.Dst] = f
+		if !f.Dir {
+			if _, err := os.Stat(f.Src); err != nil {
+				t.Errorf("%s: %v", f.Dst, err)
+			}
+		}
+	}
+	for dst, want := range map[string]string{
+		"/usr/bin/tablectl-floor":                            "0755 root:root",
+		"/lib/systemd/system/tablectl-floor-witness.service": "0644 root:root",
+		"/etc/tablectl/floor-witness.env":                    "0640 root:tablectl-floor conffile",
+		"/etc/tablectl":                                      "0750 root:tablectl-floor dir",
+		"/etc/tablectl/keys":                                 "0750 root:tablectl-floor dir",
+		"/etc/tablectl/floor-logins":                         "0700 root:root dir",
+		"/var/lib/tablectl-floor":                            "0750 tablectl-floor:tablectl-floor dir",
+		"/usr/share/doc/tablectl-floor/floor.md":             "0644 root:root",
+	} {
+		f, ok := dsts[dst]
+		got := fmt.Sprintf("%04o %s:%s", f.Mode, or(f.Owner, "root"), or(f.Group, "root"))
+		if f.Config {
+			got += " conffile"
+		}
+		if f.Dir {
+			got += " dir"
+		}
+		if !ok || got != want {
+			t.Errorf("%s: %v %q, want %q", dst, ok, got, want)
+		}
+	}
+	// Nothing of the table's: its binary, unit, config, udev rule.
+	for _, f := range Contents(r, "/bin/true") {
+		if g, ok := dsts[f.Dst]; ok && !g.Dir {
+			t.Errorf("the floor's package carries the table's %s", f.Dst)
+		}
+	}
+	unit, err := os.ReadFile(filepath.Join(r, "deploy/tablectl-floor-witness.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ExecStart=" + FloorBinPath + " witness ", "EnvironmentFile=" + FloorEnvPath, "User=" + FloorUser,
+		"Documentation=file:///usr/share/doc/tablectl-floor/floor.md"} {
+		if !strings.Contains(string(unit), "\n"+want) {
+			t.Errorf("the unit lacks %q", want)
+		}
+	}
+	// Every ${VAR} the unit's ExecStart reads, the flags' file sets.
+	env, err := os.ReadFile(filepath.Join(r, "deploy/tablectl-floor-witness.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := regexp.MustCompile(`(?m)^ExecStart=.*$`).FindString(string(unit))
+	for _, m := range regexp.MustCompile(`\$\{?([A-Z_]+)\}?`).FindAllStringSubmatch(exec, -1) {
+		if !regexp.MustCompile(`(?m)^` + m[1] + `=\S`).Match(env) {
+			t.Errorf("the unit reads %s; the flags' file does not set it", m[1])
 		}
 	}
 }
@@ -211,6 +283,13 @@ func TestBuildDeb(t *testing.T) {
 	for _, f := range Contents(r, "") {
 		if !strings.Contains(string(list), "."+f.Dst) {
 			t.Errorf("package lacks %s", f.Dst)
+		}
+	}
+	// The floor is not on the table box (issue 30): not its binary, unit
+	// or anything else of the floor's package.
+	for _, f := range FloorContents(r, "") {
+		if !f.Dir && strings.Contains(string(list), "."+f.Dst) {
+			t.Errorf("the table's package carries the floor's %s", f.Dst)
 		}
 	}
 	info, err := exec.Command(dpkg, "-I", deb).CombinedOutput()

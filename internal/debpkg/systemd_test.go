@@ -58,20 +58,7 @@ func TestPackagedInstallSystemd(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	// Built when missing (debootstrap from deb.debian.org, about 1.5 min),
-	// else the cached one.
-	var treeLog bytes.Buffer
-	treeCmd := exec.CommandContext(ctx, filepath.Join(r, ".ci/debian-tree"))
-	treeCmd.Stderr = &treeLog
-	treeOut, err := treeCmd.Output()
-	if err != nil {
-		log := treeLog.String()
-		if len(log) > 4000 {
-			log = log[len(log)-4000:]
-		}
-		t.Fatalf(".ci/debian-tree could not make the Debian 12 tree: %v\n%s", err, log)
-	}
-	tree := strings.TrimSpace(string(treeOut))
+	tree := debianTree(t, ctx, r)
 	// The build key, as tablectl audit keygen makes one; it stays here.
 	_, buildKey, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -81,24 +68,8 @@ func TestPackagedInstallSystemd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	// A copy of the cached tree: the box, kept across its restarts.
-	// Kept after a failure, for its journal (journalctl -D BOX/var/log/journal).
-	boxDir, err := os.MkdirTemp("", "tablectl-box-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the box is kept in %s", boxDir)
-			return
-		}
-		os.RemoveAll(boxDir)
-	})
-	box := filepath.Join(boxDir, "box")
-	if out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", tree, box).CombinedOutput(); err != nil {
-		t.Fatalf("copy the tree: %v\n%s", err, out)
-	}
+	box := newBox(t, ctx, tree, "tablectl-box-")
 	if out, err := exec.Command("cp", deb, filepath.Join(box, "root/tablectl.deb")).CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -275,6 +246,47 @@ func TestPackagedInstallSystemd(t *testing.T) {
 		t.Errorf("start log without the version: %s", out)
 	}
 	c.stop()
+}
+
+// debianTree is the Debian 12 tree the packaged-install tests boot: built
+// when missing (.ci/debian-tree: debootstrap from deb.debian.org, about
+// 1.5 min), else the cached one.
+func debianTree(t *testing.T, ctx context.Context, r string) string {
+	t.Helper()
+	var treeLog bytes.Buffer
+	treeCmd := exec.CommandContext(ctx, filepath.Join(r, ".ci/debian-tree"))
+	treeCmd.Stderr = &treeLog
+	treeOut, err := treeCmd.Output()
+	if err != nil {
+		log := treeLog.String()
+		if len(log) > 4000 {
+			log = log[len(log)-4000:]
+		}
+		t.Fatalf(".ci/debian-tree could not make the Debian 12 tree: %v\n%s", err, log)
+	}
+	return strings.TrimSpace(string(treeOut))
+}
+
+// newBox is a copy of tree for one test's box, kept after a failure for
+// its journal (journalctl -D BOX/var/log/journal).
+func newBox(t *testing.T, ctx context.Context, tree, prefix string) string {
+	t.Helper()
+	boxDir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the box is kept in %s", boxDir)
+			return
+		}
+		os.RemoveAll(boxDir)
+	})
+	box := filepath.Join(boxDir, "box")
+	if out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", tree, box).CombinedOutput(); err != nil {
+		t.Fatalf("copy the tree: %v\n%s", err, out)
+	}
+	return box
 }
 
 // boxHealth is the web display's /health, as far as the test reads it.

@@ -456,13 +456,18 @@ func runBuildKeygen(t *testing.T, r, cmd string, env []string) {
 	}
 }
 
-// runPackage: both architectures' packages land in dist/.
+// runPackage: both packages (the table box's and the floor's), each for both
+// architectures, land in dist/.
 func runPackage(t *testing.T, r, cmd string, env []string) {
-	runToEnd(t, r, cmd, env, 15*time.Minute)
-	for _, arch := range []string{"amd64", "arm64"} {
-		m, err := filepath.Glob(filepath.Join(r, "dist", "*_"+arch+".deb"))
-		if err != nil || len(m) == 0 {
-			t.Errorf("no %s package in dist/ after %s (%v)", arch, cmd, err)
+	// Four packages: two binaries, each for two arches (cgo cross-built).
+	runToEnd(t, r, cmd, env, 30*time.Minute)
+	// The table box's package and the floor's, for each arch.
+	for _, pkg := range []string{"tablectl", "tablectl-floor"} {
+		for _, arch := range []string{"amd64", "arm64"} {
+			m, err := filepath.Glob(filepath.Join(r, "dist", pkg+"_*_"+arch+".deb"))
+			if err != nil || len(m) == 0 {
+				t.Errorf("no %s package for %s in dist/ after %s (%v)", pkg, arch, cmd, err)
+			}
 		}
 	}
 }
