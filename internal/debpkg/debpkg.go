@@ -247,6 +247,10 @@ func Contents(root, bin string) []File {
 	return fs
 }
 
+// FloorNodeConfPath is where the floor's package puts the NATS nodes'
+// config as shipped.
+const FloorNodeConfPath = "/usr/share/tablectl-floor/nats/floor-node.conf"
+
 // FloorContents is everything the floor's package installs: the one list.
 // The folders are docs/floor.md's: the registry and the witness's own key
 // and password files in /etc/tablectl (and keys/), readable by the
@@ -263,6 +267,8 @@ func FloorContents(root, bin string) []File {
 		{Dst: "/etc/tablectl/keys", Dir: true, Mode: 0o750, Group: FloorUser},
 		{Dst: "/etc/tablectl/floor-logins", Dir: true, Mode: 0o700},
 		{Dst: "/var/lib/tablectl-floor", Dir: true, Mode: 0o750, Owner: FloorUser, Group: FloorUser},
+		// The node config every floor NATS node runs as shipped (docs/floor.md).
+		{Src: d("deploy/nats/floor-node.conf"), Dst: FloorNodeConfPath, Mode: 0o644},
 		{Src: d("deploy/tablectl-floor-witness.env"), Dst: doc + "examples/floor-witness.env", Mode: 0o644},
 		{Src: d("docs/floor.md"), Dst: doc + "floor.md", Mode: 0o644},
 		{Src: d("docs/architecture.md"), Dst: doc + "architecture.md", Mode: 0o644},
