@@ -103,12 +103,13 @@ func TestBridgeQueue(t *testing.T) {
 		return len(seen), extra
 	}
 	waitRows := func(want int, d time.Duration) (held, extra int) {
-		deadline := time.Now().Add(d)
-		held, extra = rows(want)
-		for held < want && time.Now().Before(deadline) {
-			time.Sleep(200 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		// The caller says what is missing when the wait runs out.
+		_ = testenv.WaitFor(ctx, fmt.Sprintf("%d rows in the stream", want), func() bool {
 			held, extra = rows(want)
-		}
+			return held >= want
+		})
 		if extra > 0 {
 			t.Logf("%d messages in the stream were copies sent again by the bridge", extra)
 		}
