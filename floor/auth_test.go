@@ -170,3 +170,38 @@ func TestAuthConfigRefusesWeakPasswords(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthConfigGroups: a witness's login may take messages through the
+// shared consumer and each group's, and no other consumer; a table's
+// login through none.
+func TestAuthConfigGroups(t *testing.T) {
+	strong := strings.Repeat("a", MinPasswordLen)
+	l := Logins{Admin: NATSLogin{User: "admin", Password: strong}, Witnesses: []NATSLogin{{User: "witness-w1", Password: strong}},
+		Tables: map[string]NATSLogin{"T1": {User: TableUser("T1"), Password: strong}}, Groups: []string{"east", "west"}}
+	auth, err := AuthConfig(l, Subjects{}, DefaultStream, DefaultStatusStream, DefaultConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := func(user string) string {
+		for _, l := range strings.Split(auth, "\n") {
+			if strings.Contains(l, `user: "`+user+`"`) {
+				return l
+			}
+		}
+		t.Fatalf("no line for %s in:\n%s", user, auth)
+		return ""
+	}
+	w, tb := line("witness-w1"), line(TableUser("T1"))
+	for _, c := range []string{DefaultConsumer, GroupConsumer(DefaultConsumer, "east"), GroupConsumer(DefaultConsumer, "west")} {
+		next := `"$JS.API.CONSUMER.MSG.NEXT.` + DefaultStream + "." + c + `"`
+		if !strings.Contains(w, next) {
+			t.Errorf("the witness may not take from consumer %s: %s", c, w)
+		}
+		if strings.Contains(tb, c) {
+			t.Errorf("a table's login names consumer %s: %s", c, tb)
+		}
+	}
+	if strings.Contains(w, GroupConsumer(DefaultConsumer, "north")) || strings.Contains(w, "CONSUMER.MSG.NEXT."+DefaultStream+".*") {
+		t.Errorf("the witness may take from a consumer of no group: %s", w)
+	}
+}

@@ -80,7 +80,7 @@ file paths). With --view-host, a certificate for the floor view's HTTPS
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}
-	var l floor.Logins
+	l := floor.Logins{Groups: reg.Groups()} // each group's consumer is the witnesses' too
 	if l.Admin, err = login(*dir, "admin"); err != nil {
 		return err
 	}
