@@ -83,7 +83,7 @@ func deployedMosquitto(t *testing.T, users map[string]string) (url string, proc 
 	}
 	bridgeConf := strings.NewReplacer(
 		"address floor-nats-1.casino.internal:8883 floor-nats-2.casino.internal:8883 floor-nats-3.casino.internal:8883", "address 127.0.0.1:1",
-		"/etc/mosquitto/certs/ca.crt", crt, "/etc/mosquitto/certs/table-bridge.crt", crt, "/etc/mosquitto/certs/table-bridge.key", key).Replace(string(bridge))
+		"/etc/mosquitto/tablectl/floor-ca.crt", crt).Replace(string(bridge))
 	files := map[string]string{
 		filepath.Join(dir, "mosquitto.conf"):         main,
 		filepath.Join(confd, "tablectl.conf"):        conf,
