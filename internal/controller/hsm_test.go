@@ -35,12 +35,16 @@ func TestCheckpointKeyInToken(t *testing.T) {
 	cfg.Shoe.Port.BackoffMin = device.Duration(5 * time.Millisecond)
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	ctl, err := Start(ctx, cfg, tc, log, Hooks{})
+	// Started with time to spare (opening the trail and the token waits
+	// on a loaded machine), then run for a moment: a checkpoint or two.
+	start, cancelStart := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelStart()
+	ctl, err := Start(start, cfg, tc, log, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
 	if err := ctl.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
