@@ -534,6 +534,7 @@ func TestE2EHouseProcedures(t *testing.T) {
 // dealt, no shoe sentence is recorded twice, none is missing but the ones
 // lost while it was down, and those show as a sequence gap.
 func TestE2ERestartMidCoup(t *testing.T) {
+	testenv.Long(t, "a controller killed and restarted mid-coup (processes)")
 	needRootToReopenKilled(t)
 	t.Parallel()
 	r := newProcessRig(t, shoesim.Options{Seed: 412, Coups: 6})

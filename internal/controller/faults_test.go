@@ -38,6 +38,7 @@ import (
 	"github.com/tablectl/tablectl/coup"
 	"github.com/tablectl/tablectl/display"
 	"github.com/tablectl/tablectl/internal/supervisor"
+	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/shoeread"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
@@ -55,6 +56,7 @@ import (
 // voided), every sentence the line delivered is recorded once, and the
 // lost ones are exactly the gaps.
 func TestFaultKillNineAcrossShoe(t *testing.T) {
+	testenv.Long(t, "a controller killed -9 across a whole shoe (processes; half a minute)")
 	needRootToReopenKilled(t)
 	t.Parallel()
 	const seed = 701
@@ -518,6 +520,7 @@ func makeReadOnly(t *testing.T, trail string) (string, func()) {
 // Not parallel: it measures the heap, which only its own controller may
 // fill.
 func TestFaultSerialFlood(t *testing.T) {
+	testenv.Long(t, "line noise flooding the serial line for a coup")
 	var perr protocolErrors
 	r, stop := newFaultRig(t, shoesim.Options{Seed: 705, Coups: 6}, tableConfig(t, nil), faultRig{logs: perr.wrap})
 	steps := plannedSentences(r.plan)

@@ -175,6 +175,7 @@ func TestProtectStrayCardAfterResult(t *testing.T) {
 // every card of the shoe before): each is caught, within its goal, and
 // the alert says why.
 func TestProtectUnshuffledShoe(t *testing.T) {
+	testenv.Long(t, "whole unshuffled shoes dealt through the controller")
 	for _, tc := range []struct {
 		mode   shoesim.ShuffleMode
 		shoes  int
@@ -244,6 +245,7 @@ func v1Sentence(body string) []byte {
 // at the times the shoe sent them, the sentences make no misdeal, and one
 // controller_outage row says how many came late.
 func TestProtectRestartNoFalseMisdeal(t *testing.T) {
+	testenv.Long(t, "restarts mid-coup with late sentences")
 	needRootToReopenKilled(t)
 	t.Parallel()
 	const resultTime = 2 * time.Second
@@ -291,6 +293,7 @@ func TestProtectRestartNoFalseMisdeal(t *testing.T) {
 // supervisor suspends the table between coups, the simulated dealer waits
 // as a dealer would, and after resume the game goes on with no alert.
 func TestDemoSuspendResume(t *testing.T) {
+	testenv.Long(t, "the demo suspended and resumed by a supervisor")
 	// A second of betting, the result standing half of it (as the demo
 	// has it): wide margins for a busy machine.
 	d := startDemoWith(t, DemoOptions{Seed: 21, MQTTWS: "off", Pace: 20 * time.Millisecond, CoupPace: time.Second, Shoes: 1})

@@ -29,6 +29,7 @@ import (
 // command accepted just before a restart is still refused as replayed
 // after it, so the ids the start reads back are the right ones.
 func TestRestartAfterRetention(t *testing.T) {
+	testenv.Long(t, "retention over simulated days, a restart after each")
 	dir := t.TempDir()
 	keys := t.TempDir()
 	cpKey, cpPub, err := audit.GenerateKey(keys)

@@ -31,6 +31,7 @@ import (
 // has archived every sealed segment, and a replay across the files finds no
 // difference.
 func TestE2EKillDuringCutover(t *testing.T) {
+	testenv.Long(t, "controllers killed during segment cut-overs (processes)")
 	needRootToReopenKilled(t)
 	t.Parallel()
 	const shoes = 5

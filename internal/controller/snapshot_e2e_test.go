@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/internal/testenv"
 	"github.com/tablectl/tablectl/shoeread/shoesim"
 )
 
@@ -25,6 +26,7 @@ import (
 // snapshot the table its rows build), and the table rebuilt is the shoe as
 // dealt.
 func TestE2EKillDuringSnapshot(t *testing.T) {
+	testenv.Long(t, "controllers killed during snapshots (processes)")
 	needRootToReopenKilled(t)
 	t.Parallel()
 	r := newProcessRig(t, shoesim.Options{Seed: 1616, Coups: 4})

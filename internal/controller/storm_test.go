@@ -57,6 +57,7 @@ func stormJunk(r *rand.Rand, i int) []byte {
 }
 
 func TestCommandStorm(t *testing.T) {
+	testenv.Long(t, "a storm of commands at the controller")
 	brokers := map[string]func(t *testing.T) *config.MQTTSection{
 		// No limit on each client at the embedded broker: the storm reaches
 		// the controller, as it does through Mosquitto.
@@ -377,6 +378,7 @@ func commandStorm(t *testing.T, m *config.MQTTSection) {
 // dropped in the connection's handler before it is queued, and commands
 // that name a key of the keyring wait in a lane of their own.
 func TestValidCommandsUnderStorm(t *testing.T) {
+	testenv.Long(t, "signed commands under a storm of forged ones, on each broker")
 	brokers := map[string]func(t *testing.T) *config.MQTTSection{
 		// No limit on each client at the embedded broker: the storm reaches
 		// the controller, as it does through Mosquitto.
@@ -399,6 +401,7 @@ func TestValidCommandsUnderStorm(t *testing.T) {
 // answered. (Through Mosquitto the controller cannot tell one client from
 // another: see docs/operations.md.)
 func TestForgedStormIsRateLimited(t *testing.T) {
+	testenv.Long(t, "a storm of forged commands rate-limited")
 	validUnderStorm(t, &config.MQTTSection{Listen: "127.0.0.1:0", WSListen: "off"}, true)
 }
 
