@@ -3,6 +3,8 @@ package setuptest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net/http"
@@ -303,11 +305,12 @@ type demoRun struct {
 	log    logtail.Buffer
 	lines  chan string
 	exited chan error
+	done   chan struct{} // closed once the process is waited for
 }
 
 func startDemo(t *testing.T, r, cmd string, env []string) *demoRun {
 	t.Helper()
-	d := &demoRun{lines: make(chan string, 1024), exited: make(chan error, 1)}
+	d := &demoRun{lines: make(chan string, 1024), exited: make(chan error, 1), done: make(chan struct{})}
 	// exec: in a terminal Ctrl-C reaches the command while the user's
 	// interactive shell ignores it; a non-interactive sh would die of it.
 	d.cmd = shell(context.Background(), r, "exec "+cmd, env)
@@ -327,11 +330,18 @@ func startDemo(t *testing.T, r, cmd string, env []string) *demoRun {
 		}
 		close(d.lines)
 	}()
-	go func() { d.exited <- d.cmd.Wait(); pw.Close() }()
+	go func() {
+		err := d.cmd.Wait()
+		pw.Close()
+		d.exited <- err
+		close(d.done)
+	}()
 	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
+		select {
+		case <-d.done:
+		default:
 			syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-			<-d.exited
+			<-d.done
 		}
 	})
 	return d
@@ -384,13 +394,32 @@ func (d *demoRun) interrupt(t *testing.T, stopped string) {
 	}
 }
 
-var urlIn = regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
+var urlIn = regexp.MustCompile(`https?://127\.0\.0\.1:\d+/`)
 
 // reachable fetches url and fails unless something serves it (a login
 // asked for counts: the page is there behind its login).
 func reachable(t *testing.T, url string) {
 	t.Helper()
-	c := http.Client{Timeout: 10 * time.Second}
+	get(t, &http.Client{Timeout: 10 * time.Second}, url)
+}
+
+// reachableTLS is reachable over HTTPS, trusting only the CA in caFile
+// (the floor demo's own).
+func reachableTLS(t *testing.T, url, caFile string) {
+	t.Helper()
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("%s holds no certificate", caFile)
+	}
+	get(t, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}, url)
+}
+
+func get(t *testing.T, c *http.Client, url string) {
+	t.Helper()
 	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
@@ -434,10 +463,14 @@ func runTableDemo(t *testing.T, r, cmd string, env []string) {
 func runFloorDemo(t *testing.T, r, cmd string, env []string) {
 	d := startDemo(t, r, cmd, env)
 	url := urlIn.FindString(d.await(t, "floor view", 10*time.Minute))
-	if url == "" {
-		t.Fatalf("the banner's floor view line has no address:\n%s", d.log.String())
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("the banner's floor view line has no HTTPS address:\n%s", d.log.String())
 	}
-	reachable(t, url)
+	ca := strings.Fields(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(d.await(t, "floor CA", time.Minute)), "floor CA")))
+	if len(ca) == 0 {
+		t.Fatalf("the banner's floor CA line names no file:\n%s", d.log.String())
+	}
+	reachableTLS(t, url, ca[0])
 	d.interrupt(t, "stopped;")
 }
 
