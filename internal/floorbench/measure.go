@@ -33,6 +33,9 @@ type result struct {
 	cores float64
 	rss   int64
 	mem   []int64
+	// floorAlerts are the alerts the witnesses stored, by kind: an honest
+	// floor raises none but the silences of the outage, if any.
+	floorAlerts string
 }
 
 func (r result) summary() string {
@@ -67,7 +70,8 @@ func runFloor(ctx context.Context, o Options, dir string, cluster *natsserver.Cl
 	if err := g.outage(ctx, &res); err != nil {
 		return res, err
 	}
-	return res, nil
+	res.floorAlerts, err = g.alertKinds(ctx)
+	return res, err
 }
 
 // steady measures the floor dealing with its witnesses up for Duration:

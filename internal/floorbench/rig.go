@@ -178,6 +178,28 @@ func (r *rig) waitHeld(ctx context.Context, want int64, stall time.Duration) (m 
 	}
 }
 
+// alertKinds counts the alerts the witnesses stored, by kind ("none").
+func (r *rig) alertKinds(ctx context.Context) (string, error) {
+	rows, err := r.pool.Query(ctx, fmt.Sprintf(`SELECT kind, count(*) FROM %s.alerts GROUP BY kind ORDER BY kind`, r.nm.schema))
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return "", err
+		}
+		out = append(out, fmt.Sprintf("%d %s", n, k))
+	}
+	if len(out) == 0 {
+		return "none", rows.Err()
+	}
+	return strings.Join(out, ", "), rows.Err()
+}
+
 // heldMark is when the floor's count first rose (and to what) and when it
 // reached what was waited for.
 type heldMark struct {

@@ -34,7 +34,7 @@ func rows(o Options, res []result) []bench.Row {
 	return []bench.Row{
 		{ID: "floor_witnessed", Verdict: bench.VerdictInfo, Goal: "keeps up: witnessed = offered",
 			Result: each(func(r result) string {
-				return fmt.Sprintf("%.1f rows/s witnessed of %.1f offered, %d behind at the end", r.witnessed, r.offered, r.lag)
+				return fmt.Sprintf("%.1f rows/s witnessed of %.1f offered, %d behind at the end; floor alerts: %s", r.witnessed, r.offered, r.lag, r.floorAlerts)
 			}),
 			Detail: fmt.Sprintf("each table a row every %s (±20%%) and a signed checkpoint every %d rows, for %s with both witnesses up", o.Pace, o.CheckpointEvery, o.Duration),
 			Values: values("rows_per_s", func(r result) float64 { return r.witnessed })},
