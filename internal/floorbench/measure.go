@@ -31,8 +31,14 @@ type result struct {
 	// cores is the two witness processes' CPU seconds a second over the
 	// window; rss their resident memory at its end; mem its samples.
 	cores float64
-	rss   int64
-	mem   []int64
+	// natsCores is the three NATS nodes' CPU seconds a second over the
+	// window, together.
+	natsCores float64
+	// streamBytes is the stream's bytes per row published (its messages
+	// are the rows and their checkpoints), on each node.
+	streamBytes float64
+	rss         int64
+	mem         []int64
 	// floorAlerts are the alerts the witnesses stored, by kind: an honest
 	// floor raises none but the silences of the outage, if any.
 	floorAlerts string
@@ -70,7 +76,10 @@ func runFloor(ctx context.Context, o Options, dir string, cluster *natsserver.Cl
 	if err := g.outage(ctx, &res); err != nil {
 		return res, err
 	}
-	res.floorAlerts, err = g.alertKinds(ctx)
+	if res.floorAlerts, err = g.alertKinds(ctx); err != nil {
+		return res, err
+	}
+	res.streamBytes, err = g.streamBytes(ctx)
 	return res, err
 }
 
@@ -89,7 +98,7 @@ func (g *rig) steady(ctx context.Context, res *result, seen <-chan string) error
 		stopAlerts()
 		return err
 	}
-	pub0, cpu0, start := g.published.Load(), time.Duration(0), time.Now()
+	pub0, cpu0, nats0, start := g.published.Load(), time.Duration(0), g.natsCPU(), time.Now()
 	if cpu0, _, err = g.witnessUse(); err != nil {
 		stopAlerts()
 		return err
@@ -113,6 +122,7 @@ func (g *rig) steady(ctx context.Context, res *result, seen <-chan string) error
 	res.offered, res.witnessed = float64(pub1-pub0)/el, float64(held1-held0)/el
 	res.lag = pub1 - held1
 	res.cores, res.rss = (cpu1-cpu0).Seconds()/el, rss
+	res.natsCores = (g.natsCPU() - nats0).Seconds() / el
 	res.p50, res.p99, res.alerts, res.lost = al.quantiles()
 	return nil
 }

@@ -178,6 +178,30 @@ func (r *rig) waitHeld(ctx context.Context, want int64, stall time.Duration) (m 
 	}
 }
 
+// natsCPU is the NATS nodes' CPU time so far.
+func (r *rig) natsCPU() time.Duration {
+	var t time.Duration
+	for _, nd := range r.cluster.Nodes {
+		if c, err := procCPU(nd.Pid()); err == nil {
+			t += c
+		}
+	}
+	return t
+}
+
+// streamBytes is the rows' stream's size on a node per row published.
+func (r *rig) streamBytes(ctx context.Context) (float64, error) {
+	s, err := r.js.Stream(ctx, r.nm.stream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return float64(info.State.Bytes) / float64(max(1, r.published.Load())), nil
+}
+
 // alertKinds counts the alerts the witnesses stored, by kind ("none").
 func (r *rig) alertKinds(ctx context.Context) (string, error) {
 	rows, err := r.pool.Query(ctx, fmt.Sprintf(`SELECT kind, count(*) FROM %s.alerts GROUP BY kind ORDER BY kind`, r.nm.schema))

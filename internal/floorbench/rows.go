@@ -36,13 +36,16 @@ func rows(o Options, res []result) []bench.Row {
 			Result: each(func(r result) string {
 				return fmt.Sprintf("%.1f rows/s witnessed of %.1f offered, %d behind at the end; floor alerts: %s", r.witnessed, r.offered, r.lag, r.floorAlerts)
 			}),
-			Detail: fmt.Sprintf("each table a row every %s (±20%%) and a signed checkpoint every %d rows, for %s with both witnesses up", o.Pace, o.CheckpointEvery, o.Duration),
+			Detail: fmt.Sprintf("each table a row every %s (±20%%) and a signed checkpoint every %d rows, for %s with both witnesses up; the stream holds %s", o.Pace, o.CheckpointEvery, o.Duration,
+				each(func(r result) string { return fmt.Sprintf("%.0f bytes a row on each node", r.streamBytes) })),
 			Values: values("rows_per_s", func(r result) float64 { return r.witnessed })},
 		catchUpRow(o, res, each, values),
 		alertRow(res, each, values),
 		{ID: "floor_cpu", Verdict: bench.VerdictInfo, Goal: "—",
-			Result: each(func(r result) string { return fmt.Sprintf("%.3f cores per 100 tables", r.cores*100/float64(r.tables)) }),
-			Detail: "both witness processes' CPU time (/proc/PID/stat) over the steady window, per second of it, scaled to 100 tables",
+			Result: each(func(r result) string {
+				return fmt.Sprintf("%.3f cores per 100 tables (the NATS nodes: %.3f)", r.cores*100/float64(r.tables), r.natsCores*100/float64(r.tables))
+			}),
+			Detail: "both witness processes' CPU time (/proc/PID/stat) over the steady window, per second of it, scaled to 100 tables; the three NATS nodes' together beside it",
 			Values: values("cores_per_100", func(r result) float64 { return r.cores * 100 / float64(r.tables) })},
 		{ID: "floor_memory", Verdict: bench.VerdictInfo, Goal: "—",
 			Result: each(func(r result) string {
