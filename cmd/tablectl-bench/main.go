@@ -23,10 +23,12 @@ import (
 	"syscall"
 
 	"github.com/tablectl/tablectl/internal/bench"
+	"github.com/tablectl/tablectl/internal/floorbench"
 )
 
 func main() {
-	bench.ServeSubscriber() // the bench's subscribers are this binary again
+	bench.ServeSubscriber()   // the bench's subscribers are this binary again
+	floorbench.ServeWitness() // and so are the floor part's witnesses
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -65,6 +67,10 @@ one beside this binary, else the one on PATH, else one it builds from
 this checkout). The full run takes several minutes; --quick runs tiny
 sizes only to check that everything works.
 
+The floor part runs only when named (--only floor): a 3-node nats-server
+cluster, PostgreSQL (--floor-postgres), two witnesses and simulated
+tables, at each of --floor-tables; over an hour at its full sizes.
+
 flags:
 `)
 		fs.PrintDefaults()
@@ -89,6 +95,7 @@ flags:
 	fs.DurationVar(&o.Session, "session", 0, "footprint: the session's length in play (default 12h; --quick 30m)")
 	fs.DurationVar(&o.SessionWall, "session-wall", 0, "footprint: the wall time it is compressed into (default 2m30s; --quick 5s)")
 	fs.StringVar(&o.Tablectl, "tablectl", "", "the tablectl `binary` the footprint runs (default: beside this one, on PATH, or built from this checkout)")
+	floorOptions := floorFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	only := fs.String("only", "", "run only these parts, comma-separated: "+strings.Join(bench.Parts, ", ")+" (rows of the others say \"not run\")")
 	if err := fs.Parse(args); err != nil {
@@ -134,6 +141,7 @@ flags:
 	}
 	o.Sizes(*quick)
 	o.Progress = stderr
+	o.FloorPart = floorbench.Part(floorOptions(*quick, stderr))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.Tablectl == "" && (len(o.Only) == 0 || slices.Contains(o.Only, "footprint")) {

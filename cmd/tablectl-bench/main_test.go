@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/tablectl/tablectl/internal/bench"
+	"github.com/tablectl/tablectl/internal/floorbench"
+	"github.com/tablectl/tablectl/internal/natsserver"
 	"github.com/tablectl/tablectl/internal/testenv"
 )
 
@@ -14,6 +17,7 @@ import (
 // as tablectl-bench does.
 func TestMain(m *testing.M) {
 	bench.ServeSubscriber()
+	floorbench.ServeWitness()
 	os.Exit(m.Run())
 }
 
@@ -101,5 +105,51 @@ func TestBenchOnly(t *testing.T) {
 	errOut.Reset()
 	if code := run([]string{"--only", "odds,speed"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), `no part "speed"`) {
 		t.Fatalf("--only speed: exit %d, stderr %q; want a refusal naming it", code, errOut.String())
+	}
+}
+
+// TestBenchFloorQuick runs `tablectl-bench --quick --only floor` against
+// the real parts (a 3-node nats-server cluster, PostgreSQL, two witness
+// processes, 20 simulated tables signing their checkpoints) and checks
+// the report's shape: every floor row, each with a result, a goal and a
+// verdict, and every figure measured above zero. It asserts no speed.
+func TestBenchFloorQuick(t *testing.T) {
+	if _, err := natsserver.Binary(); err != nil {
+		testenv.Missing(t, err.Error())
+	}
+	testenv.Listening(t, "127.0.0.1:5432", "PostgreSQL (database test, trust auth for 127.0.0.1)")
+	testenv.Long(t, "tablectl-bench --quick --only floor runs a floor of 20 tables for about half a minute")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--quick", "--only", "floor", "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("tablectl-bench --quick --only floor: exit %d\nstderr:\n%s\nstdout:\n%s", code, errOut.String(), out.String())
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("the report: %v\n%s", err, out.String())
+	}
+	want := map[string]string{ // row: the figure it carries (none: its result alone)
+		"floor_witnessed": "rows_per_s_20", "floor_catchup": "catchup_rows_per_s_20", "floor_alert": "alert_p99_ms_20",
+		"floor_cpu": "cores_per_100_20", "floor_memory": "rss_mib_20", "floor_memory_time": "",
+	}
+	if len(rep.Rows) != len(want) {
+		t.Fatalf("%d rows, want the %d of the floor: %+v", len(rep.Rows), len(want), rep.Rows)
+	}
+	for _, r := range rep.Rows {
+		value, ok := want[r.ID]
+		if !ok {
+			t.Errorf("row %q is not the floor's", r.ID)
+			continue
+		}
+		if r.What == "" || r.Goal == "" || !strings.HasPrefix(r.Result, "20 tables: ") {
+			t.Errorf("row %s: what %q, result %q, goal %q", r.ID, r.What, r.Result, r.Goal)
+		}
+		switch r.Verdict {
+		case bench.VerdictPass, bench.VerdictFail, bench.VerdictInfo:
+		default:
+			t.Errorf("row %s: verdict %q", r.ID, r.Verdict)
+		}
+		if v := r.Values[value]; value != "" && !(v > 0) {
+			t.Errorf("row %s: %s = %v, want a figure above zero (%s)", r.ID, value, v, r.Result)
+		}
 	}
 }

@@ -54,8 +54,12 @@ type Options struct {
 	Session         time.Duration // footprint: virtual length of the session
 	SessionWall     time.Duration // footprint: real time it is compressed into
 	Sample          time.Duration // footprint: RSS sampling interval
-	// Only names the parts to run (Parts); empty runs them all.
+	// Only names the parts to run (Parts); empty runs them all but the
+	// floor, which runs only when named.
 	Only []string
+	// FloorPart runs the floor's part (internal/floorbench, which
+	// tablectl-bench wires in: this package links nothing of the floor).
+	FloorPart func(ctx context.Context, dir string) ([]Row, error)
 
 	// Tablectl is the tablectl binary the footprint runs as `tablectl run`
 	// (required for the footprint part); TablectlEnv is added to its
@@ -136,7 +140,11 @@ type Row struct {
 // The rows, in the table's order. The test checks every one is printed.
 var benchRowIDs = []string{
 	"card_to_display", "floor", "card_to_view", "throughput", "verify", "verify_every", "replay", "odds", "startup", "startup_long", "segment_cutover", "memory", "cpu",
+	"floor_witnessed", "floor_catchup", "floor_alert", "floor_cpu", "floor_memory", "floor_memory_time",
 }
+
+// floorRowIDs are the floor part's rows (--only floor).
+var floorRowIDs = []string{"floor_witnessed", "floor_catchup", "floor_alert", "floor_cpu", "floor_memory", "floor_memory_time"}
 
 // benchRowWhat names each row in the table.
 var benchRowWhat = map[string]string{
@@ -153,6 +161,13 @@ var benchRowWhat = map[string]string{
 	"segment_cutover": "Segment cut-over (the decision to cut to the first row of play in the new segment)",
 	"memory":          "Resident memory, simulated 12-hour session",
 	"cpu":             "CPU time, simulated 12-hour session",
+
+	"floor_witnessed":   "Floor: rows witnessed a second, tables dealing at a dealer's pace (2 witnesses, 3 NATS nodes, PostgreSQL)",
+	"floor_catchup":     "Floor: catch-up after a witness outage",
+	"floor_alert":       "Floor: a table's alert to the floor view's event",
+	"floor_cpu":         "Floor: witness CPU",
+	"floor_memory":      "Floor: witness memory",
+	"floor_memory_time": "Floor: witness memory over the run",
 }
 
 // Machine is what the numbers were measured on.
@@ -219,7 +234,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rows := map[string]Row{}
 	var errs []error
 	step := func(name string, ids []string, f func(context.Context, string) ([]Row, error)) {
-		if ctx.Err() != nil || len(o.Only) > 0 && !slices.Contains(o.Only, benchPartName(name)) {
+		if ctx.Err() != nil || !o.runs(benchPartName(name)) {
 			return
 		}
 		fmt.Fprintf(o.Progress, "bench: %s ...\n", name)
@@ -278,12 +293,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	step("footprint", []string{"memory", "cpu"}, func(ctx context.Context, d string) ([]Row, error) {
 		return benchFootprint(ctx, o, d)
 	})
+	if o.FloorPart != nil {
+		step("floor", floorRowIDs, o.FloorPart)
+	}
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, id := range benchRowIDs {
 		r, ok := rows[id]
-		if !ok && len(o.Only) > 0 {
+		if !ok && (len(o.Only) > 0 || slices.Contains(floorRowIDs, id)) {
 			continue // not asked for
 		}
 		if !ok {
@@ -299,13 +317,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 // Parts are the parts --only may name, in the order they run.
-var Parts = []string{"odds", "trail", "startup", "segment", "latency", "display", "throughput", "footprint"}
+var Parts = []string{"odds", "trail", "startup", "segment", "latency", "display", "throughput", "footprint", "floor"}
+
+// runs says whether part is to run: every part but the floor when Only
+// is empty (the floor needs a nats-server cluster and PostgreSQL, and its
+// full size takes over an hour), else those Only names.
+func (o *Options) runs(part string) bool {
+	if len(o.Only) == 0 {
+		return part != "floor"
+	}
+	return slices.Contains(o.Only, part)
+}
 
 // benchPartName is the --only name of a step.
 // brokerless are the parts that publish nothing: run alone, the bench
 // starts no broker for them (so `--only odds` runs where Mosquitto is not
 // installed).
-var brokerless = []string{"odds"}
+var brokerless = []string{"odds", "floor"}
 
 // needsBroker says whether the parts only names (all, when empty) need the
 // bench's broker.
