@@ -81,18 +81,7 @@ var (
 // the witness and every other passes.
 func TestFloorProof(t *testing.T) {
 	testenv.Long(t, "the floor proof (NATS cluster, 20 tables, PostgreSQL; minutes)")
-	pool, schema := floortest.Postgres(t)
-	_ = pool
-	floortest.Cluster(t, 1) // skips or fails here when nats-server is missing
-	testenv.Command(t, "mosquitto", "mosquitto")
-	bridge, err := os.ReadFile("../deploy/mosquitto/bridge.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema, bridge, exe := bridgedFloorParts(t)
 	// The witness that is killed is a `tablectl-floor witness` process of its
 	// own, killed with SIGKILL: the binary the floor runs.
 	tablectl := buildFloorBinary(t)
@@ -316,6 +305,26 @@ func TestFloorProof(t *testing.T) {
 	alertMu.Lock()
 	defer alertMu.Unlock()
 	t.Logf("the in-process witness published %d alerts", len(alerts))
+}
+
+// bridgedFloorParts is what a test of a floor of controller processes
+// behind their Mosquitto bridges needs (floorsim with Bridge): a
+// PostgreSQL schema of its own, nats-server, Mosquitto, the shipped
+// bridge and this test binary (the tables' controllers, childEnv). It
+// skips, or fails under testenv.All, naming what is missing.
+func bridgedFloorParts(t *testing.T) (schema string, bridge []byte, exe string) {
+	t.Helper()
+	_, schema = floortest.Postgres(t)
+	floortest.Cluster(t, 1) // skips or fails here when nats-server is missing
+	testenv.Command(t, "mosquitto", "mosquitto")
+	bridge, err := os.ReadFile("../deploy/mosquitto/bridge.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exe, err = os.Executable(); err != nil {
+		t.Fatal(err)
+	}
+	return schema, bridge, exe
 }
 
 // buildFloorBinary builds the floor's binary (cmd/tablectl-floor) for the test.

@@ -35,18 +35,7 @@ import (
 // once before it is filled: one resync in flight per hole.
 func TestResyncExact(t *testing.T) {
 	testenv.Long(t, "a table controller, a NATS node, PostgreSQL and a witness (about a minute)")
-	pool, schema := floortest.Postgres(t)
-	_ = pool
-	floortest.Cluster(t, 1) // skips or fails here when nats-server is missing
-	testenv.Command(t, "mosquitto", "mosquitto")
-	bridge, err := os.ReadFile("../deploy/mosquitto/bridge.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema, bridge, exe := bridgedFloorParts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	f, err := floorsim.Start(ctx, floorsim.Options{Dir: t.TempDir(), Tables: 1, Nodes: 1, Witness: 1,

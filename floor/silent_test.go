@@ -3,7 +3,6 @@ package floor_test
 import (
 	"context"
 	"maps"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -28,17 +27,7 @@ import (
 //     silent on every table, still open five minutes later).
 func TestSilentMeansSilent(t *testing.T) {
 	testenv.Long(t, "witnesses stopped and a bridge cut on a real floor (NATS cluster, PostgreSQL, Mosquitto; a minute or two)")
-	_, schema := floortest.Postgres(t)
-	floortest.Cluster(t, 1) // skips or fails here when nats-server is missing
-	testenv.Command(t, "mosquitto", "mosquitto")
-	bridge, err := os.ReadFile("../deploy/mosquitto/bridge.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema, bridge, exe := bridgedFloorParts(t)
 	const (
 		heartbeat = 8 * time.Second
 		cut       = 1 // the table whose bridge is cut
