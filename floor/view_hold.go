@@ -78,38 +78,32 @@ func readSuspension(next func() (at, kind string, body []byte, ok bool, err erro
 	}
 }
 
-func (s *PGStore) lastSuspension(ctx context.Context, table string) (suspensionRows, error) {
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT at, kind, body FROM S.rows WHERE table_id = $1 AND kind = ANY($2) ORDER BY seq DESC LIMIT `+fmt.Sprint(suspensionScan)), table, suspensionKinds)
+// lastSuspension reads table's suspension from its witnessed rows, on
+// either database.
+func (s sqlStore) lastSuspension(ctx context.Context, table string) (suspensionRows, error) {
+	type row struct {
+		at, kind string
+		body     []byte
+	}
+	var rs []row
+	err := s.d.each(ctx, `SELECT at, kind, body FROM S.rows WHERE table_id = $1 AND kind IN ($2, $3, $4) ORDER BY seq DESC LIMIT `+fmt.Sprint(suspensionScan),
+		[]any{table, suspensionKinds[0], suspensionKinds[1], suspensionKinds[2]}, func(scan scanFunc) error {
+			var r row
+			if err := scan(&r.at, &r.kind, &r.body); err != nil {
+				return err
+			}
+			rs = append(rs, r)
+			return nil
+		})
 	if err != nil {
 		return suspensionRows{}, fmt.Errorf("floor database: %w", err)
 	}
-	defer rows.Close()
 	r, err := readSuspension(func() (at, kind string, body []byte, ok bool, err error) {
-		if !rows.Next() {
-			return "", "", nil, false, rows.Err()
+		if len(rs) == 0 {
+			return "", "", nil, false, nil
 		}
-		err = rows.Scan(&at, &kind, &body)
-		return at, kind, body, err == nil, err
-	})
-	if err != nil {
-		return r, fmt.Errorf("floor database: %w", err)
-	}
-	return r, nil
-}
-
-func (s *SQLiteStore) lastSuspension(ctx context.Context, table string) (suspensionRows, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT at, kind, body FROM rows WHERE table_id = ? AND kind IN (?, ?, ?) ORDER BY seq DESC LIMIT `+fmt.Sprint(suspensionScan),
-		table, suspensionKinds[0], suspensionKinds[1], suspensionKinds[2])
-	if err != nil {
-		return suspensionRows{}, fmt.Errorf("floor database: %w", err)
-	}
-	defer rows.Close()
-	r, err := readSuspension(func() (at, kind string, body []byte, ok bool, err error) {
-		if !rows.Next() {
-			return "", "", nil, false, rows.Err()
-		}
-		err = rows.Scan(&at, &kind, &body)
-		return at, kind, body, err == nil, err
+		at, kind, body, rs = rs[0].at, rs[0].kind, rs[0].body, rs[1:]
+		return at, kind, body, true, nil
 	})
 	if err != nil {
 		return r, fmt.Errorf("floor database: %w", err)
