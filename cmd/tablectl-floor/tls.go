@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"github.com/nats-io/nats.go"
+	"github.com/tablectl/tablectl/internal/config"
 )
 
 // floorTLS are the flags of a floor client's and the floor view's TLS
@@ -48,7 +49,7 @@ func (t floorTLS) listenView(addr string) (net.Listener, string, error) {
 			return nil, "", fmt.Errorf("--tls-cert, --tls-key: %w", err)
 		}
 		cfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-	} else if !loopback(addr) {
+	} else if !config.Loopback(addr) {
 		return nil, "", fmt.Errorf("%s is off this machine: the floor view serves plain HTTP only on loopback (its password and every table's alerts would cross the network in clear); give --tls-cert and --tls-key (tablectl-floor init --view-host HOST makes them)", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -59,17 +60,4 @@ func (t floorTLS) listenView(addr string) (net.Listener, string, error) {
 		return ln, "http", nil
 	}
 	return tls.NewListener(ln, cfg), "https", nil
-}
-
-// loopback says whether addr (host:port) listens on loopback only.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -195,7 +195,7 @@ func checkFiles(c Config) []Finding {
 			fail("http.cert_file", err)
 		}
 	}
-	if l := c.HTTP.Listen; l != "" && c.HTTP.CertFile == "" && !loopback(l) {
+	if l := c.HTTP.Listen; l != "" && c.HTTP.CertFile == "" && !Loopback(l) {
 		warn("http.listen", l+" is reachable off this box without TLS: set http.cert_file and http.key_file, or put a TLS proxy in front (docs/operations.md)")
 	}
 	if m := c.MQTT; m != nil {
@@ -324,7 +324,8 @@ func checkSelf(s SelfCheckSection, path string) []Finding {
 	return []Finding{{Key: "self_check", Message: "the self-check would fail, so the table would start but refuse to deal (self_check_failed): " + res.Detail + hint}}
 }
 
-func loopback(addr string) bool {
+// Loopback says whether addr (host:port) listens on loopback only.
+func Loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
