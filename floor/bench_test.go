@@ -25,7 +25,10 @@ import (
 	"github.com/tablectl/tablectl/internal/testenv"
 )
 
-var benchBatch = flag.Int("floor.batch", DefaultBatch, "the witnesses' batch in the catch-up benchmark")
+var (
+	benchBatch  = flag.Int("floor.batch", DefaultBatch, "the witnesses' batch in the catch-up benchmark")
+	benchTables = flag.Int("floor.bench-tables", 20, "the tables of the catch-up and store benchmarks (a floor's: 500)")
+)
 
 // rowPayload is a row as a table publishes it on pit/events.
 func rowPayload(r Row) []byte {
@@ -59,7 +62,7 @@ func benchCatchUp(b *testing.B, cluster *natsserver.Cluster, witnesses int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const tables = 20
+	tables := *benchTables
 	reg := &Registry{Heartbeat: time.Hour, Tables: map[string]TableEntry{}}
 	per := max(1, b.N/tables)
 	subj := Subjects{Root: "bench" + strings.ToLower(schema[2:8])}
@@ -262,7 +265,7 @@ func BenchmarkStoreApply(b *testing.B) {
 }
 
 func benchApply(b *testing.B, s Store) {
-	const tables = 20
+	tables := *benchTables
 	ctx := context.Background()
 	reg := &Registry{Heartbeat: time.Hour, Tables: map[string]TableEntry{}}
 	per := max(1, b.N/tables)
