@@ -205,44 +205,134 @@ func newTableRead() tableRead {
 	return tableRead{rows: map[int64]neighbour{}, cpsAt: map[int64][]cpRef{}, forkAt: map[int64]bool{}}
 }
 
-// readNeighbour reads a witnessed row: seq, prev_hash, hash.
-func (r *tableRead) readNeighbour(scan scanFunc) error {
-	var seq int64
-	var prev, hash []byte
-	if err := scan(&seq, &prev, &hash); err != nil {
-		return err
+// picker scans a row of an answer into dest and says whose read it is:
+// one table's (SQLite asks a table at a time), or the table the answer's
+// first column names (PostgreSQL asks for every table of a batch at once:
+// a statement per table cost a floor of 500 tables more of PostgreSQL's
+// CPU than the rows themselves).
+type picker func(scan scanFunc, dest ...any) (*tableRead, error)
+
+// pickOne is the picker of a statement that asks one table.
+func pickOne(r *tableRead) picker {
+	return func(scan scanFunc, dest ...any) (*tableRead, error) { return r, scan(dest...) }
+}
+
+// pickByTable is the picker of a statement that asks every table of a
+// batch, the table's id its answer's first column.
+func pickByTable(tables []string, reads []tableRead) picker {
+	idx := make(map[string]*tableRead, len(tables))
+	for i, t := range tables {
+		idx[t] = &reads[i]
 	}
-	r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
-	return nil
+	return func(scan scanFunc, dest ...any) (*tableRead, error) {
+		var t string
+		if err := scan(append([]any{&t}, dest...)...); err != nil {
+			return nil, err
+		}
+		r, ok := idx[t]
+		if !ok {
+			return nil, fmt.Errorf("an answer for table %q, which was not asked for", t)
+		}
+		return r, nil
+	}
+}
+
+// readHeld reads a row the table holds pending: seq, at, kind, shoe,
+// coup, body, prev_hash, hash, since, stream_at, source.
+func readHeld(pick picker) func(scanFunc) error {
+	return func(scan scanFunc) error {
+		h := heldRow{row: &Row{}}
+		var prev, hash []byte
+		r, err := pick(scan, &h.row.Seq, &h.row.At, &h.row.Kind, &h.row.Shoe, &h.row.Coup, &h.row.Body, &prev, &hash, stampOf{&h.since}, stampOf{&h.at}, &h.src)
+		if err != nil {
+			return err
+		}
+		h.row.PrevHash, h.row.Hash = toHash(prev), toHash(hash)
+		r.held = append(r.held, h)
+		return nil
+	}
+}
+
+// readLine reads the table's line: contig, max_seq, silent, cp_seq,
+// cp_signed_at, hole_since, last_seen, resync_asked (none: not known).
+func readLine(pick picker) func(scanFunc) error {
+	return func(scan scanFunc) error {
+		st := tableState{known: true}
+		r, err := pick(scan, &st.contig, &st.max, &st.silent, &st.cpSeq, maybeStamp{&st.cpSignedAt}, maybeStamp{&st.holeSince}, maybeStamp{&st.lastSeen}, maybeStamp{&st.resyncAsked})
+		if err != nil {
+			return err
+		}
+		r.st = st
+		return nil
+	}
+}
+
+// readNeighbour reads a witnessed row: seq, prev_hash, hash.
+func readNeighbour(pick picker) func(scanFunc) error {
+	return func(scan scanFunc) error {
+		var seq int64
+		var prev, hash []byte
+		r, err := pick(scan, &seq, &prev, &hash)
+		if err != nil {
+			return err
+		}
+		r.rows[seq] = neighbour{prev: toHash(prev), hash: toHash(hash)}
+		return nil
+	}
 }
 
 // readFork reads the seq of a fork kept.
-func (r *tableRead) readFork(scan scanFunc) error {
-	var seq int64
-	if err := scan(&seq); err != nil {
-		return err
+func readFork(pick picker) func(scanFunc) error {
+	return func(scan scanFunc) error {
+		var seq int64
+		r, err := pick(scan, &seq)
+		if err != nil {
+			return err
+		}
+		r.forkAt[seq] = true
+		return nil
 	}
-	r.forkAt[seq] = true
-	return nil
 }
 
 // readCheckpointAt reads a checkpoint witnessed at one of the batch's
-// seqs, readCheckpointAside one signed around one of its checkpoints.
-func (r *tableRead) readCheckpointAt(scan scanFunc) error {
-	c, err := scanCPRef(scan)
-	if err == nil {
-		r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
+// seqs, readCheckpointAside one signed around one of its checkpoints:
+// seq, head_hash, signed_ns.
+func readCheckpointAt(pick picker) func(scanFunc) error {
+	return func(scan scanFunc) error {
+		c, r, err := scanCPRef(pick, scan)
+		if err == nil {
+			r.cpsAt[c.seq] = append(r.cpsAt[c.seq], c)
+		}
+		return err
 	}
-	return err
 }
 
-func (r *tableRead) readCheckpointAside(scan scanFunc) error {
-	c, err := scanCPRef(scan)
-	if err == nil {
-		r.cpsAside = append(r.cpsAside, c)
+func readCheckpointAside(pick picker) func(scanFunc) error {
+	return func(scan scanFunc) error {
+		c, r, err := scanCPRef(pick, scan)
+		if err == nil {
+			r.cpsAside = append(r.cpsAside, c)
+		}
+		return err
 	}
-	return err
 }
+
+// scanCPRef reads a checkpoint's seq, head hash and signing time.
+func scanCPRef(pick picker, scan scanFunc) (cpRef, *tableRead, error) {
+	var c cpRef
+	var head []byte
+	r, err := pick(scan, &c.seq, &head, &c.ns)
+	if err != nil {
+		return cpRef{}, nil, err
+	}
+	c.head = toHash(head)
+	return c, r, nil
+}
+
+// around is what a batch reads of a table around its own: the witnessed
+// rows and forks at seqs, the checkpoints at cpSeqs, and those signed just
+// before and after each time of cpNs.
+type around struct{ seqs, cpSeqs, cpNs []int64 }
 
 // tableWrite is what a store writes of a table once a batch is judged.
 type tableWrite struct {
@@ -386,18 +476,6 @@ func Take(ctx context.Context, s Store, reg *Registry, witness string, rows []Ro
 	return s.apply(ctx, items, reg, witness, time.Now().UTC())
 }
 
-// scanCPRef reads a checkpoint's seq, head hash and signing time from a
-// row of either store's query.
-func scanCPRef(scan func(dest ...any) error) (cpRef, error) {
-	var c cpRef
-	var head []byte
-	if err := scan(&c.seq, &head, &c.ns); err != nil {
-		return cpRef{}, err
-	}
-	c.head = toHash(head)
-	return c, nil
-}
-
 // scanFunc scans the current row of an answer into dest.
 type scanFunc = func(dest ...any) error
 
@@ -438,17 +516,27 @@ type applyTx interface {
 
 	// The statements whose shape differs between the databases.
 
-	// lock queues taking table's lock for the transaction (SQLite's
-	// BEGIN IMMEDIATE holds the whole file already).
-	lock(table string)
-	// readAround queues reading table's witnessed rows at seqs, forks
-	// at seqs, checkpoints at cpSeqs and those signed just before and
-	// after each time of cpNs, into r.
-	readAround(table string, seqs, cpSeqs, cpNs []int64, r *tableRead)
-	// insertRows and insertCheckpoints queue a table's new rows and
-	// checkpoints, witnessed now.
-	insertRows(table string, rows []*Row, now time.Time)
-	insertCheckpoints(table string, cps []*audit.Checkpoint, verified []bool, now time.Time)
+	// Each asks for every table of a batch: PostgreSQL in one statement
+	// (its arrays), SQLite a statement per table. reads[i] is what was
+	// read of tables[i].
+
+	// lock queues taking each table's lock for the transaction, in the
+	// order given (SQLite's BEGIN IMMEDIATE holds the whole file already).
+	lock(tables []string)
+	// readHeld queues reading the rows each table holds pending;
+	// readLines each table's line.
+	readHeld(tables []string, reads []tableRead)
+	readLines(tables []string, reads []tableRead)
+	// readAround queues reading what asks[i] names of tables[i].
+	readAround(tables []string, asks []around, reads []tableRead)
+	// insertRows and insertCheckpoints queue the tables' new rows and
+	// checkpoints, witnessed now; release and hold the pending rows
+	// deleted and kept; putLines the lines of the tables that have one.
+	insertRows(writes []tableWrite, now time.Time)
+	insertCheckpoints(writes []tableWrite, now time.Time)
+	release(writes []tableWrite)
+	hold(writes []tableWrite)
+	putLines(writes []tableWrite, now time.Time)
 }
 
 // sqlStore is the store both databases are, over their dialect: a batch's
@@ -459,9 +547,10 @@ type sqlStore struct{ d dialect }
 // raised and resolved (to publish once committed). Every table of the
 // batch is locked for the transaction, in name order, so two witnesses
 // never judge one table's rows at once and never deadlock. Three sends
-// whatever the batch's size (on PostgreSQL three round trips): the locks
-// and the rows each table holds pending, the reads that depend on them,
-// the writes.
+// whatever the batch's size (on PostgreSQL three round trips, and one
+// statement of each kind for all the batch's tables however many): the
+// locks and the rows each table holds pending, the reads that depend on
+// them, the writes.
 func (s sqlStore) apply(ctx context.Context, items []item, reg *Registry, witness string, now time.Time) ([]Alert, error) {
 	tables, byTable := batchTables(items)
 	tx, err := s.d.begin(ctx)
@@ -490,47 +579,27 @@ func (s sqlStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 // the batch's.
 func (s sqlStore) read(ctx context.Context, tx applyTx, tables []string, byTable map[string][]item) ([]tableRead, error) {
 	reads := make([]tableRead, len(tables))
-	for i, t := range tables {
+	for i := range reads {
 		reads[i] = newTableRead()
-		tx.lock(t)
-		s.queueHeld(tx, t, &reads[i])
 	}
+	tx.lock(tables)
+	tx.readHeld(tables, reads)
 	if err := tx.flush(ctx); err != nil {
 		return nil, err
 	}
+	asks := make([]around, len(tables))
 	for i, t := range tables {
-		s.queueLine(tx, t, &reads[i].st)
-		seqs, cpSeqs, cpNs := readSeqs(byTable[t], reads[i].held)
-		tx.readAround(t, seqs, cpSeqs, cpNs, &reads[i])
+		for k := range reads[i].held {
+			reads[i].held[k].row.Table = t
+		}
+		asks[i].seqs, asks[i].cpSeqs, asks[i].cpNs = readSeqs(byTable[t], reads[i].held)
 	}
+	tx.readLines(tables, reads)
+	tx.readAround(tables, asks, reads)
 	if err := tx.flush(ctx); err != nil {
 		return nil, err
 	}
 	return reads, nil
-}
-
-// queueHeld queues reading the rows table holds pending.
-func (s sqlStore) queueHeld(tx applyTx, t string, r *tableRead) {
-	tx.queue("pending rows of "+t, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source FROM S.pending WHERE table_id = $1`, []any{t},
-		func(scan scanFunc) error {
-			h := heldRow{row: &Row{Table: t}}
-			var prev, hash []byte
-			if err := scan(&h.row.Seq, &h.row.At, &h.row.Kind, &h.row.Shoe, &h.row.Coup, &h.row.Body, &prev, &hash, stampOf{&h.since}, stampOf{&h.at}, &h.src); err != nil {
-				return err
-			}
-			h.row.PrevHash, h.row.Hash = toHash(prev), toHash(hash)
-			r.held = append(r.held, h)
-			return nil
-		})
-}
-
-// queueLine queues reading table's line (none yet: not known).
-func (s sqlStore) queueLine(tx applyTx, t string, st *tableState) {
-	tx.queue("table "+t, `SELECT contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM S.tables WHERE table_id = $1`, []any{t},
-		func(scan scanFunc) error {
-			st.known = true
-			return scan(&st.contig, &st.max, &st.silent, &st.cpSeq, maybeStamp{&st.cpSignedAt}, maybeStamp{&st.holeSince}, maybeStamp{&st.lastSeen}, maybeStamp{&st.resyncAsked})
-		})
 }
 
 // write queues what the judging wrote of each table and the alerts it
@@ -538,9 +607,9 @@ func (s sqlStore) queueLine(tx applyTx, t string, st *tableState) {
 // it all; it returns the alerts stored (a second witness's copy of one
 // stores nothing) and resolved.
 func (s sqlStore) write(ctx context.Context, tx applyTx, writes []tableWrite, alerts []Alert, witness string, now time.Time) ([]Alert, error) {
+	s.queueWrites(tx, writes, now)
 	var spoke []string
 	for _, w := range writes {
-		s.queueTable(tx, w, now)
 		if !w.noLine && w.resolveSilent {
 			spoke = append(spoke, w.table)
 		}
@@ -574,60 +643,51 @@ func (s sqlStore) write(ctx context.Context, tx applyTx, writes []tableWrite, al
 	return append(raised, resolved...), nil
 }
 
-// queueTable queues one judged table's writes: its rows, forks and
-// checkpoints, the rows it holds and releases, what was quarantined, its
-// line.
-func (s sqlStore) queueTable(tx applyTx, w tableWrite, now time.Time) {
-	t, at := w.table, s.d.stamp(now)
-	if len(w.ins) > 0 {
-		tx.insertRows(t, w.ins, now)
+// queueWrites queues the judged tables' writes: their rows, forks and
+// checkpoints, the rows they hold and release, what was quarantined, their
+// lines. Each kind for every table at once (in the dialect's shape), in
+// this order: a rescan reads the rows inserted before it.
+func (s sqlStore) queueWrites(tx applyTx, writes []tableWrite, now time.Time) {
+	at := s.d.stamp(now)
+	tx.insertRows(writes, now)
+	for _, w := range writes {
+		for _, row := range w.forks {
+			tx.queue("fork of "+w.table, `INSERT INTO S.forks (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`,
+				[]any{w.table, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], at}, nil)
+		}
 	}
-	for _, row := range w.forks {
-		tx.queue("fork of "+t, `INSERT INTO S.forks (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`,
-			[]any{t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], at}, nil)
+	tx.insertCheckpoints(writes, now)
+	tx.release(writes)
+	tx.hold(writes)
+	for _, w := range writes {
+		for _, q := range w.quarantine {
+			tx.queue("quarantine of "+w.table, `INSERT INTO S.quarantine (table_id, reason, count, last_source, last_detail, last_at) VALUES ($1,$2,$3,$4,$5,$6)
+			ON CONFLICT (table_id, reason) DO UPDATE SET count = S.quarantine.count + excluded.count, last_source = excluded.last_source,
+			last_detail = excluded.last_detail, last_at = excluded.last_at`, []any{w.table, q.reason, q.n, q.src, q.detail, at}, nil)
+		}
 	}
-	if len(w.insCP) > 0 {
-		tx.insertCheckpoints(t, w.insCP, w.verified, now)
-	}
-	s.queueHold(tx, w, at)
-	if w.noLine {
-		return
-	}
-	tx.queue("table "+t, `INSERT INTO S.tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES ($1,$2,$3,$4,$5,false,$6,$7)
-		ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq,
-		last_seen = CASE WHEN S.tables.last_seen IS NULL OR excluded.last_seen > S.tables.last_seen THEN excluded.last_seen ELSE S.tables.last_seen END,
-		hole_since = excluded.hole_since, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at,
-		silent = S.tables.silent AND coalesce(excluded.last_seen <= S.tables.last_seen, false)`,
-		[]any{t, w.contig, w.maxSeq, s.d.stamp(w.seenAt), s.maybe(w.holeSince), w.cpSeq, s.maybe(w.cpSignedAt)}, nil)
-	if w.rescan {
+	tx.putLines(writes, now)
+	for _, w := range writes {
+		if w.noLine || !w.rescan {
+			continue
+		}
 		// A hole was filled below rows witnessed earlier: walk up to the
 		// next hole.
-		tx.queue("table "+t, `UPDATE S.tables SET contig = coalesce((SELECT min(r.seq) FROM S.rows r WHERE r.table_id = $1 AND r.seq >= $2
+		tx.queue("table "+w.table, `UPDATE S.tables SET contig = coalesce((SELECT min(r.seq) FROM S.rows r WHERE r.table_id = $1 AND r.seq >= $2
 			AND NOT EXISTS (SELECT 1 FROM S.rows n WHERE n.table_id = $1 AND n.seq = r.seq + 1)), contig),
 			hole_since = CASE WHEN max_seq <= coalesce((SELECT min(r.seq) FROM S.rows r WHERE r.table_id = $1 AND r.seq >= $2
 			AND NOT EXISTS (SELECT 1 FROM S.rows n WHERE n.table_id = $1 AND n.seq = r.seq + 1)), contig) THEN NULL ELSE hole_since END
-			WHERE table_id = $1`, []any{t, w.contig}, nil)
+			WHERE table_id = $1`, []any{w.table, w.contig}, nil)
 	}
 }
 
-// queueHold queues a table's pending rows held and released, and its
-// quarantine counts.
-func (s sqlStore) queueHold(tx applyTx, w tableWrite, now any) {
-	t := w.table
-	for _, h := range w.release {
-		tx.queue("pending rows of "+t, `DELETE FROM S.pending WHERE table_id = $1 AND seq = $2 AND hash = $3`, []any{t, h.row.Seq, h.row.Hash[:]}, nil)
-	}
-	for _, h := range w.hold {
-		row := h.row
-		tx.queue("pending rows of "+t, `INSERT INTO S.pending (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) ON CONFLICT DO NOTHING`,
-			[]any{t, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], s.d.stamp(h.since), s.d.stamp(h.at), h.src}, nil)
-	}
-	for _, q := range w.quarantine {
-		tx.queue("quarantine of "+t, `INSERT INTO S.quarantine (table_id, reason, count, last_source, last_detail, last_at) VALUES ($1,$2,$3,$4,$5,$6)
-			ON CONFLICT (table_id, reason) DO UPDATE SET count = S.quarantine.count + excluded.count, last_source = excluded.last_source,
-			last_detail = excluded.last_detail, last_at = excluded.last_at`, []any{t, q.reason, q.n, q.src, q.detail, now}, nil)
-	}
-}
+// lineUpsert ends both dialects' insert of a table's line (putLines): a
+// line known already takes the new one's, its last word the later of the
+// two, and stays silent only if nothing newer came.
+const lineUpsert = `ON CONFLICT (table_id) DO UPDATE SET contig = excluded.contig, max_seq = excluded.max_seq,
+		last_seen = CASE WHEN S.tables.last_seen IS NULL OR excluded.last_seen > S.tables.last_seen THEN excluded.last_seen ELSE S.tables.last_seen END,
+		hole_since = excluded.hole_since, cp_seq = excluded.cp_seq, cp_signed_at = excluded.cp_signed_at,
+		silent = S.tables.silent AND coalesce(excluded.last_seen <= S.tables.last_seen, false)`
 
 // raiseSQL stores an alert unless the same one (table, kind, key) is.
 const raiseSQL = `INSERT INTO S.alerts (table_id, kind, key, seq, message, tamper, witness, raised_at, resolved_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)

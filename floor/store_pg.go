@@ -9,8 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/tablectl/tablectl/audit"
 )
 
 // PGStore is the floor's PostgreSQL database: one schema holding every
@@ -239,67 +237,193 @@ func (t *pgTx) commit(ctx context.Context) error { return t.tx.Commit(ctx) }
 
 func (t *pgTx) rollback(ctx context.Context) { t.tx.Rollback(ctx) }
 
-// lock takes an advisory lock on the table's name for the transaction.
-func (t *pgTx) lock(table string) {
-	t.queue("lock of "+table, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, []any{t.s.name + "/" + table}, nil)
-}
-
-// readAround reads the seqs asked for as runs (lo..hi): a batch's rows of
-// a table are mostly consecutive, so a range scan of the key per run
-// reads exactly what an index probe per seq did. OFFSET 0 keeps each run
-// its own index scan: joined flat, a generic plan scans every row of the
-// table.
-func (t *pgTx) readAround(table string, seqs, cpSeqs, cpNs []int64, r *tableRead) {
-	lo, hi := seqRuns(seqs)
-	cpLo, cpHi := seqRuns(cpSeqs)
-	t.queue("rows of "+table, `SELECT r.seq, r.prev_hash, r.hash FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
-		LATERAL (SELECT seq, prev_hash, hash FROM S.rows WHERE table_id = $1 AND seq BETWEEN q.lo AND q.hi OFFSET 0) r`, []any{table, lo, hi}, r.readNeighbour)
-	t.queue("checkpoints of "+table, `SELECT c.seq, c.head_hash, c.signed_ns FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
-		LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = $1 AND verified AND seq BETWEEN q.lo AND q.hi OFFSET 0) c`, []any{table, cpLo, cpHi}, r.readCheckpointAt)
-	t.queue("forks of "+table, `SELECT DISTINCT f.seq FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
-		LATERAL (SELECT seq FROM S.forks WHERE table_id = $1 AND seq BETWEEN q.lo AND q.hi OFFSET 0) f`, []any{table, lo, hi}, r.readFork)
-	// The checkpoints signed just before and after each of the batch's:
-	// per run of its signing times (a gap of a minute or more ends a
-	// run), those signed within the run and the nearest on each side.
-	// A superset of each one's two neighbours, which judge orders, read
-	// with one range scan and two probes per run instead of two probes
-	// per checkpoint (most of a catch-up batch's read).
-	nsLo, nsHi := runs(cpNs, int64(time.Minute))
-	t.queue("checkpoints of "+table, `SELECT c.seq, c.head_hash, c.signed_ns FROM unnest($2::bigint[], $3::bigint[]) AS q(lo, hi),
-		LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns BETWEEN q.lo AND q.hi OFFSET 0) c
-		UNION
-		SELECT p.seq, p.head_hash, p.signed_ns FROM unnest($2::bigint[]) AS q(lo),
-		LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns < q.lo ORDER BY signed_ns DESC LIMIT 1) p
-		UNION
-		SELECT n.seq, n.head_hash, n.signed_ns FROM unnest($3::bigint[]) AS q(hi),
-		LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns > q.hi ORDER BY signed_ns LIMIT 1) n`,
-		[]any{table, nsLo, nsHi}, r.readCheckpointAside)
-}
-
-// insertRows inserts a table's rows in one statement, as arrays.
-func (t *pgTx) insertRows(table string, ins []*Row, now time.Time) {
-	n := len(ins)
-	seq, at, kind, shoe, cp, body, prev, hash := make([]int64, n), make([]string, n), make([]string, n), make([]int64, n), make([]int64, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
-	for k, row := range ins {
-		seq[k], at[k], kind[k], shoe[k], cp[k], body[k] = row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body
-		prev[k], hash[k] = row.PrevHash[:], row.Hash[:]
+// lock takes an advisory lock on each table's name for the transaction,
+// one statement for them all: the aggregate calls the lock for each name
+// in the array's order, which is the tables' (name order, so two
+// witnesses never deadlock).
+func (t *pgTx) lock(tables []string) {
+	keys := make([]string, len(tables))
+	for i, table := range tables {
+		keys[i] = t.s.name + "/" + table
 	}
-	t.queue("rows of "+table, `INSERT INTO S.rows (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at)
-		SELECT $1, * , $10 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bytea[], $8::bytea[], $9::bytea[])`,
+	t.queue("locks of the batch's tables", `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM unnest($1::text[]) AS k`, []any{keys}, nil)
+}
+
+// readHeld and readLines read every table of the batch in one statement
+// each, the answers' first column naming the table.
+func (t *pgTx) readHeld(tables []string, reads []tableRead) {
+	t.queue("pending rows", `SELECT table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source FROM S.pending WHERE table_id = ANY($1::text[])`,
+		[]any{tables}, readHeld(pickByTable(tables, reads)))
+}
+
+func (t *pgTx) readLines(tables []string, reads []tableRead) {
+	t.queue("tables' lines", `SELECT table_id, contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM S.tables WHERE table_id = ANY($1::text[])`,
+		[]any{tables}, readLine(pickByTable(tables, reads)))
+}
+
+// readAround reads the seqs asked for as runs (table, lo..hi): a batch's
+// rows of a table are mostly consecutive, so a range scan of the key per
+// run reads exactly what an index probe per seq did, and one statement of
+// each kind asks for every table. OFFSET 0 keeps each run its own index
+// scan: joined flat, a generic plan scans every row of the table.
+func (t *pgTx) readAround(tables []string, asks []around, reads []tableRead) {
+	var rows, cps, ns tableRuns
+	for i, table := range tables {
+		rows.add(table, asks[i].seqs, 1)
+		cps.add(table, asks[i].cpSeqs, 1)
+		// The checkpoints signed just before and after each of the
+		// batch's: per run of its signing times (a gap of a minute or
+		// more ends a run), those signed within the run and the nearest
+		// on each side. A superset of each one's two neighbours, which
+		// judge orders, read with one range scan and two probes per run
+		// instead of two probes per checkpoint (most of a catch-up
+		// batch's read).
+		ns.add(table, asks[i].cpNs, int64(time.Minute))
+	}
+	pick := pickByTable(tables, reads)
+	t.queue("rows", `SELECT q.t, r.seq, r.prev_hash, r.hash FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS q(t, lo, hi),
+		LATERAL (SELECT seq, prev_hash, hash FROM S.rows WHERE table_id = q.t AND seq BETWEEN q.lo AND q.hi OFFSET 0) r`, rows.args(), readNeighbour(pick))
+	t.queue("checkpoints", `SELECT q.t, c.seq, c.head_hash, c.signed_ns FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS q(t, lo, hi),
+		LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = q.t AND verified AND seq BETWEEN q.lo AND q.hi OFFSET 0) c`, cps.args(), readCheckpointAt(pick))
+	t.queue("forks", `SELECT DISTINCT q.t, f.seq FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS q(t, lo, hi),
+		LATERAL (SELECT seq FROM S.forks WHERE table_id = q.t AND seq BETWEEN q.lo AND q.hi OFFSET 0) f`, rows.args(), readFork(pick))
+	t.queue("checkpoints", `SELECT q.t, c.seq, c.head_hash, c.signed_ns FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS q(t, lo, hi),
+		LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = q.t AND c.verified AND c.signed_ns BETWEEN q.lo AND q.hi OFFSET 0) c
+		UNION
+		SELECT q.t, p.seq, p.head_hash, p.signed_ns FROM unnest($1::text[], $2::bigint[]) AS q(t, lo),
+		LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = q.t AND c.verified AND c.signed_ns < q.lo ORDER BY signed_ns DESC LIMIT 1) p
+		UNION
+		SELECT q.t, n.seq, n.head_hash, n.signed_ns FROM unnest($1::text[], $3::bigint[]) AS q(t, hi),
+		LATERAL (SELECT seq, head_hash, signed_ns FROM S.checkpoints c WHERE c.table_id = q.t AND c.verified AND c.signed_ns > q.hi ORDER BY signed_ns LIMIT 1) n`,
+		ns.args(), readCheckpointAside(pick))
+}
+
+// tableRuns are runs of values (lo..hi) of many tables, as three arrays.
+type tableRuns struct {
+	tables []string
+	lo, hi []int64
+}
+
+// add appends table's values as runs in which each is at most gap above
+// the one before.
+func (r *tableRuns) add(table string, vals []int64, gap int64) {
+	lo, hi := runs(vals, gap)
+	for range lo {
+		r.tables = append(r.tables, table)
+	}
+	r.lo, r.hi = append(r.lo, lo...), append(r.hi, hi...)
+}
+
+func (r *tableRuns) args() []any { return []any{r.tables, r.lo, r.hi} }
+
+// insertRows inserts every table's rows in one statement, as arrays.
+func (t *pgTx) insertRows(writes []tableWrite, now time.Time) {
+	var table, at, kind []string
+	var seq, shoe, cp []int64
+	var body, prev, hash [][]byte
+	for _, w := range writes {
+		for _, row := range w.ins {
+			table, seq, at, kind = append(table, w.table), append(seq, row.Seq), append(at, row.At), append(kind, row.Kind)
+			shoe, cp, body = append(shoe, row.Shoe), append(cp, row.Coup), append(body, row.Body)
+			prev, hash = append(prev, row.PrevHash[:]), append(hash, row.Hash[:])
+		}
+	}
+	if len(table) == 0 {
+		return
+	}
+	t.queue("rows", `INSERT INTO S.rows (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at)
+		SELECT *, $10 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bytea[], $8::bytea[], $9::bytea[])`,
 		[]any{table, seq, at, kind, shoe, cp, body, prev, hash, now}, nil)
 }
 
-// insertCheckpoints inserts a table's checkpoints in one statement, as
-// arrays.
-func (t *pgTx) insertCheckpoints(table string, cps []*audit.Checkpoint, verified []bool, now time.Time) {
-	n := len(cps)
-	seq, head, at, ns, kid, sig := make([]int64, n), make([][]byte, n), make([]string, n), make([]int64, n), make([]string, n), make([][]byte, n)
-	for k, c := range cps {
-		seq[k], head[k], at[k], ns[k], kid[k], sig[k] = c.Seq, c.HeadHash[:], c.SignedAt.UTC().Format(time.RFC3339Nano), c.SignedAt.UnixNano(), c.KeyID, c.Signature
+// insertCheckpoints inserts every table's checkpoints in one statement,
+// as arrays.
+func (t *pgTx) insertCheckpoints(writes []tableWrite, now time.Time) {
+	var table, at, kid []string
+	var seq, ns []int64
+	var head, sig [][]byte
+	var verified []bool
+	for _, w := range writes {
+		for k, c := range w.insCP {
+			table, seq, head = append(table, w.table), append(seq, c.Seq), append(head, c.HeadHash[:])
+			at, ns = append(at, c.SignedAt.UTC().Format(time.RFC3339Nano)), append(ns, c.SignedAt.UnixNano())
+			kid, sig, verified = append(kid, c.KeyID), append(sig, c.Signature), append(verified, w.verified[k])
+		}
 	}
-	t.queue("checkpoints of "+table, `INSERT INTO S.checkpoints (table_id, seq, head_hash, signed_at, signed_ns, key_id, signature, verified, witnessed_at)
-		SELECT $1, *, $9 FROM unnest($2::bigint[], $3::bytea[], $4::text[], $5::bigint[], $6::text[], $7::bytea[], $8::boolean[]) ON CONFLICT DO NOTHING`,
+	if len(table) == 0 {
+		return
+	}
+	t.queue("checkpoints", `INSERT INTO S.checkpoints (table_id, seq, head_hash, signed_at, signed_ns, key_id, signature, verified, witnessed_at)
+		SELECT *, $9 FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::text[], $5::bigint[], $6::text[], $7::bytea[], $8::boolean[]) ON CONFLICT DO NOTHING`,
 		[]any{table, seq, head, at, ns, kid, sig, verified, now}, nil)
+}
+
+// release deletes the pending rows every table released, in one statement.
+func (t *pgTx) release(writes []tableWrite) {
+	var table []string
+	var seq []int64
+	var hash [][]byte
+	for _, w := range writes {
+		for _, h := range w.release {
+			table, seq, hash = append(table, w.table), append(seq, h.row.Seq), append(hash, h.row.Hash[:])
+		}
+	}
+	if len(table) == 0 {
+		return
+	}
+	t.queue("pending rows", `DELETE FROM S.pending p USING unnest($1::text[], $2::bigint[], $3::bytea[]) AS q(t, seq, hash)
+		WHERE p.table_id = q.t AND p.seq = q.seq AND p.hash = q.hash`, []any{table, seq, hash}, nil)
+}
+
+// hold keeps the rows every table holds pending, in one statement.
+func (t *pgTx) hold(writes []tableWrite) {
+	var table, at, kind, src []string
+	var seq, shoe, cp []int64
+	var body, prev, hash [][]byte
+	var since, streamAt []*time.Time
+	for _, w := range writes {
+		for _, h := range w.hold {
+			row := h.row
+			table, seq, at, kind = append(table, w.table), append(seq, row.Seq), append(at, row.At), append(kind, row.Kind)
+			shoe, cp, body = append(shoe, row.Shoe), append(cp, row.Coup), append(body, row.Body)
+			prev, hash, src = append(prev, row.PrevHash[:]), append(hash, row.Hash[:]), append(src, h.src)
+			since, streamAt = append(since, &h.since), append(streamAt, orNil(h.at))
+		}
+	}
+	if len(table) == 0 {
+		return
+	}
+	t.queue("pending rows", `INSERT INTO S.pending (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bytea[], $8::bytea[], $9::bytea[], $10::timestamptz[], $11::timestamptz[], $12::text[])
+		ON CONFLICT DO NOTHING`, []any{table, seq, at, kind, shoe, cp, body, prev, hash, since, streamAt, src}, nil)
+}
+
+// putLines writes the lines of every table that has one, in one statement.
+func (t *pgTx) putLines(writes []tableWrite, now time.Time) {
+	var table []string
+	var contig, maxSeq, cpSeq []int64
+	var seen, hole, cpAt []*time.Time
+	for _, w := range writes {
+		if w.noLine {
+			continue
+		}
+		table, contig, maxSeq, cpSeq = append(table, w.table), append(contig, w.contig), append(maxSeq, w.maxSeq), append(cpSeq, w.cpSeq)
+		seen, hole, cpAt = append(seen, orNil(w.seenAt)), append(hole, w.holeSince), append(cpAt, w.cpSignedAt)
+	}
+	if len(table) == 0 {
+		return
+	}
+	t.queue("tables' lines", `INSERT INTO S.tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at)
+		SELECT t, c, m, s, h, false, cs, ca FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::timestamptz[], $5::timestamptz[], $6::bigint[], $7::timestamptz[]) AS u(t, c, m, s, h, cs, ca) `+lineUpsert,
+		[]any{table, contig, maxSeq, seen, hole, cpSeq, cpAt}, nil)
+}
+
+// orNil is t, nil for the zero time (NULL).
+func orNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // seqRuns is seqs (any order, repeats allowed) as the runs of consecutive

@@ -11,8 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/mattn/go-sqlite3" // the SQLite store
-
-	"github.com/tablectl/tablectl/audit"
 )
 
 // Open opens the floor's database named by db: a postgres:// or
@@ -258,51 +256,101 @@ func (t *sqliteTx) commit(context.Context) error { return t.tx.Commit() }
 func (t *sqliteTx) rollback(context.Context) { t.tx.Rollback() }
 
 // lock: BEGIN IMMEDIATE holds the whole file for the transaction.
-func (t *sqliteTx) lock(string) {}
+func (t *sqliteTx) lock([]string) {}
+
+// readHeld, readLines and readAround ask a table at a time: SQLite has no
+// arrays, and a statement costs it no round trip.
+func (t *sqliteTx) readHeld(tables []string, reads []tableRead) {
+	for i, table := range tables {
+		t.queue("pending rows of "+table, `SELECT seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source FROM S.pending WHERE table_id = $1`,
+			[]any{table}, readHeld(pickOne(&reads[i])))
+	}
+}
+
+func (t *sqliteTx) readLines(tables []string, reads []tableRead) {
+	for i, table := range tables {
+		t.queue("table "+table, `SELECT contig, max_seq, silent, cp_seq, cp_signed_at, hole_since, last_seen, resync_asked FROM S.tables WHERE table_id = $1`,
+			[]any{table}, readLine(pickOne(&reads[i])))
+	}
+}
 
 // readAround reads each set of seqs as one JSON parameter (json_each).
-func (t *sqliteTx) readAround(table string, seqs, cpSeqs, cpNs []int64, r *tableRead) {
-	t.queue("rows of "+table, `SELECT seq, prev_hash, hash FROM S.rows WHERE table_id = $1 AND seq IN (SELECT value FROM json_each($2))`,
-		[]any{table, jsonInts(seqs)}, r.readNeighbour)
-	t.queue("checkpoints of "+table, `SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = $1 AND verified AND seq IN (SELECT value FROM json_each($2))`,
-		[]any{table, jsonInts(cpSeqs)}, r.readCheckpointAt)
-	t.queue("forks of "+table, `SELECT DISTINCT seq FROM S.forks WHERE table_id = $1 AND seq IN (SELECT value FROM json_each($2))`,
-		[]any{table, jsonInts(seqs)}, r.readFork)
-	// The checkpoints signed just before and just after each of the
-	// batch's: their signing times first, two index probes each, then the
-	// checkpoints at those times. (Joined the other way round, SQLite
-	// read every checkpoint of the table for each of the batch's: a
-	// catch-up slowed as the table grew.)
-	t.queue("checkpoints of "+table, `SELECT c.seq, c.head_hash, c.signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns IN (
+func (t *sqliteTx) readAround(tables []string, asks []around, reads []tableRead) {
+	for i, table := range tables {
+		a, pick := asks[i], pickOne(&reads[i])
+		t.queue("rows of "+table, `SELECT seq, prev_hash, hash FROM S.rows WHERE table_id = $1 AND seq IN (SELECT value FROM json_each($2))`,
+			[]any{table, jsonInts(a.seqs)}, readNeighbour(pick))
+		t.queue("checkpoints of "+table, `SELECT seq, head_hash, signed_ns FROM S.checkpoints WHERE table_id = $1 AND verified AND seq IN (SELECT value FROM json_each($2))`,
+			[]any{table, jsonInts(a.cpSeqs)}, readCheckpointAt(pick))
+		t.queue("forks of "+table, `SELECT DISTINCT seq FROM S.forks WHERE table_id = $1 AND seq IN (SELECT value FROM json_each($2))`,
+			[]any{table, jsonInts(a.seqs)}, readFork(pick))
+		// The checkpoints signed just before and just after each of the
+		// batch's: their signing times first, two index probes each, then
+		// the checkpoints at those times. (Joined the other way round,
+		// SQLite read every checkpoint of the table for each of the
+		// batch's: a catch-up slowed as the table grew.)
+		t.queue("checkpoints of "+table, `SELECT c.seq, c.head_hash, c.signed_ns FROM S.checkpoints c WHERE c.table_id = $1 AND c.verified AND c.signed_ns IN (
 		SELECT (SELECT max(signed_ns) FROM S.checkpoints p WHERE p.table_id = $1 AND p.verified AND p.signed_ns < t.value) FROM json_each($2) t
 		UNION
 		SELECT (SELECT min(signed_ns) FROM S.checkpoints n WHERE n.table_id = $1 AND n.verified AND n.signed_ns > t.value) FROM json_each($2) t)`,
-		[]any{table, jsonInts(cpNs)}, r.readCheckpointAside)
+			[]any{table, jsonInts(a.cpNs)}, readCheckpointAside(pick))
+	}
 }
 
-// insertRows inserts a table's rows one by one through one prepared
-// statement (SQLite has no arrays; a statement costs no round trip).
-func (t *sqliteTx) insertRows(table string, ins []*Row, now time.Time) {
-	t.steps = append(t.steps, sqliteStep{"rows of " + table, func(ctx context.Context, tx *sql.Tx) error {
+// insertRows inserts the rows one by one through one prepared statement.
+func (t *sqliteTx) insertRows(writes []tableWrite, now time.Time) {
+	t.steps = append(t.steps, sqliteStep{"rows", func(ctx context.Context, tx *sql.Tx) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO rows (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, witnessed_at) VALUES (?,?,?,?,?,?,?,?,?,?)`)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		for _, row := range ins {
-			if _, err := st.ExecContext(ctx, table, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], now.UnixNano()); err != nil {
-				return fmt.Errorf("row %d: %w", row.Seq, err)
+		for _, w := range writes {
+			for _, row := range w.ins {
+				if _, err := st.ExecContext(ctx, w.table, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], now.UnixNano()); err != nil {
+					return fmt.Errorf("row %d of %s: %w", row.Seq, w.table, err)
+				}
 			}
 		}
 		return nil
 	}})
 }
 
-// insertCheckpoints inserts a table's checkpoints one by one.
-func (t *sqliteTx) insertCheckpoints(table string, cps []*audit.Checkpoint, verified []bool, now time.Time) {
-	for k, c := range cps {
-		t.queue("checkpoints of "+table, `INSERT INTO S.checkpoints (table_id, seq, head_hash, signed_at, signed_ns, key_id, signature, verified, witnessed_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT DO NOTHING`,
-			[]any{table, c.Seq, c.HeadHash[:], c.SignedAt.UTC().Format(time.RFC3339Nano), c.SignedAt.UnixNano(), c.KeyID, c.Signature, verified[k], now.UnixNano()}, nil)
+// insertCheckpoints inserts the checkpoints one by one.
+func (t *sqliteTx) insertCheckpoints(writes []tableWrite, now time.Time) {
+	for _, w := range writes {
+		for k, c := range w.insCP {
+			t.queue("checkpoints of "+w.table, `INSERT INTO S.checkpoints (table_id, seq, head_hash, signed_at, signed_ns, key_id, signature, verified, witnessed_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT DO NOTHING`,
+				[]any{w.table, c.Seq, c.HeadHash[:], c.SignedAt.UTC().Format(time.RFC3339Nano), c.SignedAt.UnixNano(), c.KeyID, c.Signature, w.verified[k], now.UnixNano()}, nil)
+		}
+	}
+}
+
+func (t *sqliteTx) release(writes []tableWrite) {
+	for _, w := range writes {
+		for _, h := range w.release {
+			t.queue("pending rows of "+w.table, `DELETE FROM S.pending WHERE table_id = $1 AND seq = $2 AND hash = $3`, []any{w.table, h.row.Seq, h.row.Hash[:]}, nil)
+		}
+	}
+}
+
+func (t *sqliteTx) hold(writes []tableWrite) {
+	for _, w := range writes {
+		for _, h := range w.hold {
+			row := h.row
+			t.queue("pending rows of "+w.table, `INSERT INTO S.pending (table_id, seq, at, kind, shoe, coup, body, prev_hash, hash, since, stream_at, source) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) ON CONFLICT DO NOTHING`,
+				[]any{w.table, row.Seq, row.At, row.Kind, row.Shoe, row.Coup, row.Body, row.PrevHash[:], row.Hash[:], t.s.stamp(h.since), t.s.stamp(h.at), h.src}, nil)
+		}
+	}
+}
+
+func (t *sqliteTx) putLines(writes []tableWrite, now time.Time) {
+	for _, w := range writes {
+		if w.noLine {
+			continue
+		}
+		t.queue("table "+w.table, `INSERT INTO S.tables (table_id, contig, max_seq, last_seen, hole_since, silent, cp_seq, cp_signed_at) VALUES ($1,$2,$3,$4,$5,false,$6,$7) `+lineUpsert,
+			[]any{w.table, w.contig, w.maxSeq, t.s.stamp(w.seenAt), t.s.maybe(w.holeSince), w.cpSeq, t.s.maybe(w.cpSignedAt)}, nil)
 	}
 }
 
