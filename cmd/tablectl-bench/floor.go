@@ -19,7 +19,7 @@ import (
 // options once fs is parsed.
 func floorFlags(fs *flag.FlagSet) func(quick bool, progress io.Writer) floorbench.Options {
 	var fo floorbench.Options
-	fs.Func("floor-tables", "floor: the table counts, comma-separated (default 50,100,200,500; --quick 20)", func(s string) error {
+	fs.Func("floor-tables", "floor: the table counts, comma-separated; the last runs the soak and the outage (default 50,100,200,500; --quick 20)", func(s string) error {
 		fo.Tables = nil
 		for _, f := range strings.Split(s, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -31,9 +31,10 @@ func floorFlags(fs *flag.FlagSet) func(quick bool, progress io.Writer) floorbenc
 		return nil
 	})
 	duration(fs, &fo.Pace, "floor-pace", "floor: a table's mean time between rows (default 2.5s)")
-	duration(fs, &fo.Duration, "floor-duration", "floor: how long each table count deals with the witnesses up (default 5m; --quick 10s)")
+	duration(fs, &fo.Duration, "floor-duration", "floor: how long each table count but the last deals with the witnesses up (default 3m; --quick 10s)")
+	duration(fs, &fo.Soak, "floor-soak", "floor: how long the last table count deals with the witnesses up, its memory judged flat over it (default 30m; --quick as --floor-duration)")
 	duration(fs, &fo.Sample, "floor-sample", "floor: how often the witnesses' memory is read (default 1m; --quick 2s)")
-	duration(fs, &fo.Outage, "floor-outage", "floor: how long both witnesses are down before the catch-up (default 10m; --quick 8s)")
+	duration(fs, &fo.Outage, "floor-outage", "floor: how long both witnesses are down after the soak, before the catch-up (default 10m; --quick 8s)")
 	fs.Func("floor-checkpoint-every", "floor: a table signs a checkpoint every this many rows (default 3)", func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

@@ -69,7 +69,8 @@ sizes only to check that everything works.
 
 The floor part runs only when named (--only floor): a 3-node nats-server
 cluster, PostgreSQL (--floor-postgres), two witnesses and simulated
-tables, at each of --floor-tables; over an hour at its full sizes.
+tables, at each of --floor-tables, the last for a 30-minute soak and a
+10-minute witness outage; about 50 minutes at its full sizes.
 
 flags:
 `)

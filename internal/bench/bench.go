@@ -167,7 +167,7 @@ var benchRowWhat = map[string]string{
 	"floor_alert":       "Floor: a table's alert to the floor view's event",
 	"floor_cpu":         "Floor: witness CPU",
 	"floor_memory":      "Floor: witness memory",
-	"floor_memory_time": "Floor: witness memory over the run",
+	"floor_memory_time": "Floor: witness memory flat over the soak (the last table count)",
 }
 
 // Machine is what the numbers were measured on.

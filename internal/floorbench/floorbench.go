@@ -3,11 +3,12 @@
 // (package floor, each a process of its own: this binary again) and N
 // simulated tables publishing hash-chained rows and signed checkpoints
 // straight to JetStream at a dealer's pace. It measures the rows a second
-// the floor witnesses, the catch-up after a witness outage, a table's
-// alert to the floor view's server-sent events, and the witnesses' CPU
-// and memory, at each table count. It imports floor, so it lives apart
-// from internal/bench (which the table's own benchmarks use) and from
-// everything cmd/tablectl links.
+// the floor witnesses, a table's alert to the floor view's server-sent
+// events, and the witnesses' CPU and memory at each table count; at the
+// last (the largest) it deals for a longer soak, judging the witnesses'
+// memory flat over it, then times the catch-up after a witness outage.
+// It imports floor, so it lives apart from internal/bench (which the
+// table's own benchmarks use) and from everything cmd/tablectl links.
 package floorbench
 
 import (
@@ -37,17 +38,21 @@ const DefaultPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 // Options size the floor bench. Zero values take the full or the quick
 // defaults (Sizes).
 type Options struct {
-	// Tables are the table counts measured, one floor each.
+	// Tables are the table counts measured, one floor each; the last
+	// (the largest) runs the soak and the outage.
 	Tables []int
 	// Pace is a table's mean time between rows (a dealer's: 2.5 s);
 	// CheckpointEvery is how many rows a table signs a checkpoint after.
 	Pace            time.Duration
 	CheckpointEvery int
-	// Duration is how long the floor deals with its witnesses up, the
-	// sustained rate, CPU, memory and alerts measured over it; Sample is
-	// how often the witnesses' memory is read in it.
-	Duration, Sample time.Duration
-	// Outage is how long both witnesses are down while the tables deal.
+	// Duration is how long each count but the last deals with its
+	// witnesses up, the sustained rate, CPU, memory and alerts measured
+	// over it; Soak is that window at the last count, long enough to
+	// judge memory flat; Sample is how often the witnesses' memory is
+	// read in either.
+	Duration, Soak, Sample time.Duration
+	// Outage is how long both witnesses are down after the soak while
+	// the tables deal, before the catch-up is timed.
 	Outage time.Duration
 	// AlertEvery is how often the alerting table raises a new alert.
 	AlertEvery time.Duration
@@ -73,7 +78,8 @@ func (o *Options) Sizes(quick bool) {
 		}
 	}
 	pick(&o.Pace, 2500*time.Millisecond, 2500*time.Millisecond)
-	pick(&o.Duration, 5*time.Minute, 10*time.Second)
+	pick(&o.Duration, 3*time.Minute, 10*time.Second)
+	pick(&o.Soak, 30*time.Minute, o.Duration) // --quick: no longer than the others
 	pick(&o.Sample, time.Minute, 2*time.Second)
 	pick(&o.Outage, 10*time.Minute, 8*time.Second)
 	pick(&o.AlertEvery, time.Second, 250*time.Millisecond)
@@ -116,9 +122,14 @@ func run(ctx context.Context, o Options, dir string) ([]result, error) {
 	}
 	defer pool.Close()
 	var out []result
-	for _, n := range o.Tables {
-		fmt.Fprintf(o.Progress, "bench: floor: %d tables ...\n", n)
-		r, err := runFloor(ctx, o, dir, cluster, pool, n)
+	for i, n := range o.Tables {
+		soak := i == len(o.Tables)-1
+		if soak {
+			fmt.Fprintf(o.Progress, "bench: floor: %d tables, a soak of %s, then the witnesses down for %s ...\n", n, o.Soak, o.Outage)
+		} else {
+			fmt.Fprintf(o.Progress, "bench: floor: %d tables for %s ...\n", n, o.Duration)
+		}
+		r, err := runFloor(ctx, o, dir, cluster, pool, n, soak)
 		if err != nil {
 			return out, fmt.Errorf("%d tables: %w", n, err)
 		}

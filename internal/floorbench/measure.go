@@ -13,6 +13,10 @@ import (
 // result is what one floor of n tables measured.
 type result struct {
 	tables int
+	// soak: this count ran the soak (window is Soak, not Duration) and
+	// the outage; the catch-up and the memory verdict are its alone.
+	soak   bool
+	window time.Duration
 	// offered and witnessed are rows a second the tables published and
 	// the floor took over the steady window; lag is what it still had to
 	// take at the window's end.
@@ -20,7 +24,7 @@ type result struct {
 	lag                int64
 	// backlog is the rows waiting when the witnesses came back; catchUp
 	// their rate from the first row taken to the last; firstRow the
-	// time from the witnesses' start to that first row.
+	// time from the witnesses' start to that first row (soak only).
 	backlog  int64
 	catchUp  float64
 	firstRow time.Duration
@@ -45,11 +49,17 @@ type result struct {
 }
 
 func (r result) summary() string {
-	return fmt.Sprintf("%.1f rows/s witnessed of %.1f offered; catch-up %.0f rows/s (%d rows); alert p50 %s p99 %s (n=%d); witnesses %.3f cores, %d MiB",
-		r.witnessed, r.offered, r.catchUp, r.backlog, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.alerts, r.cores, r.rss>>20)
+	s := fmt.Sprintf("%.1f rows/s witnessed of %.1f offered; alert p50 %s p99 %s (n=%d); witnesses %.3f cores, %d MiB",
+		r.witnessed, r.offered, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.alerts, r.cores, r.rss>>20)
+	if r.soak {
+		s += fmt.Sprintf("; catch-up %.0f rows/s (%d rows)", r.catchUp, r.backlog)
+	}
+	return s
 }
 
-func runFloor(ctx context.Context, o Options, dir string, cluster *natsserver.Cluster, pool *pgxpool.Pool, n int) (result, error) {
+// runFloor measures a floor of n tables over the steady window, and with
+// soak over the soak's and then the outage's.
+func runFloor(ctx context.Context, o Options, dir string, cluster *natsserver.Cluster, pool *pgxpool.Pool, n int, soak bool) (result, error) {
 	g := &rig{o: o, n: n, nm: newNames(n), cluster: cluster, pool: pool}
 	defer g.close()
 	if err := g.setup(ctx, dir); err != nil {
@@ -69,12 +79,17 @@ func runFloor(ctx context.Context, o Options, dir string, cluster *natsserver.Cl
 	if _, err := g.waitHeld(ctx, int64(n), 2*time.Minute); err != nil {
 		return result{}, fmt.Errorf("warming up: %w", err)
 	}
-	res := result{tables: n}
+	res := result{tables: n, soak: soak, window: o.Duration}
+	if soak {
+		res.window = o.Soak
+	}
 	if err := g.steady(ctx, &res, seen); err != nil {
 		return res, err
 	}
-	if err := g.outage(ctx, &res); err != nil {
-		return res, err
+	if soak {
+		if err := g.outage(ctx, &res); err != nil {
+			return res, err
+		}
 	}
 	if res.floorAlerts, err = g.alertKinds(ctx); err != nil {
 		return res, err
@@ -83,7 +98,7 @@ func runFloor(ctx context.Context, o Options, dir string, cluster *natsserver.Cl
 	return res, err
 }
 
-// steady measures the floor dealing with its witnesses up for Duration:
+// steady measures the floor dealing with its witnesses up for res.window:
 // the rates, the alerts, the witnesses' CPU and memory.
 func (g *rig) steady(ctx context.Context, res *result, seen <-chan string) error {
 	actx, stopAlerts := context.WithCancel(ctx)
@@ -103,7 +118,7 @@ func (g *rig) steady(ctx context.Context, res *result, seen <-chan string) error
 		stopAlerts()
 		return err
 	}
-	err = g.sampleMemory(ctx, res, start.Add(g.o.Duration))
+	err = g.sampleMemory(ctx, res, start.Add(res.window))
 	stopAlerts()
 	<-alertsDone
 	if err != nil {
