@@ -820,11 +820,15 @@ func (s sqlStore) resolve(ctx context.Context, table string, kind AlertKind, now
 	return out, nil
 }
 
+// viewLinesSQL reads every table's line and its coups witnessed since $1
+// (on the partial index rows_coup_results: the kind a literal).
+const viewLinesSQL = `SELECT t.table_id, t.contig, t.max_seq, t.last_seen, t.cp_signed_at,
+		(SELECT count(*) FROM S.rows r WHERE r.table_id = t.table_id AND r.kind = 'coup_result' AND r.witnessed_at > $1)
+		FROM S.tables t`
+
 func (s sqlStore) viewLines(ctx context.Context, since time.Time) ([]viewLine, error) {
 	var out []viewLine
-	err := s.d.each(ctx, `SELECT t.table_id, t.contig, t.max_seq, t.last_seen, t.cp_signed_at,
-		(SELECT count(*) FROM S.rows r WHERE r.table_id = t.table_id AND r.kind = 'coup_result' AND r.witnessed_at > $1)
-		FROM S.tables t`, []any{s.d.stamp(since)}, func(scan scanFunc) error {
+	err := s.d.each(ctx, viewLinesSQL, []any{s.d.stamp(since)}, func(scan scanFunc) error {
 		var l viewLine
 		if err := scan(&l.table, &l.contig, &l.max, maybeStamp{&l.seen}, maybeStamp{&l.cp}, &l.coups); err != nil {
 			return err

@@ -635,22 +635,55 @@ func TestWitnessSilenceInStream(t *testing.T) {
 	})
 }
 
-// TestSeqRuns: the PostgreSQL store reads a batch's seqs as runs; the runs
-// must cover exactly the seqs asked for, no more.
-func TestSeqRuns(t *testing.T) {
+// TestTableRuns: the PostgreSQL store reads a batch's seqs as runs, every
+// table's in one statement; the runs must cover exactly the seqs asked for,
+// no more, each under its own table.
+func TestTableRuns(t *testing.T) {
 	for _, c := range []struct {
-		seqs   []int64
+		name   string
+		add    func(r *tableRuns)
+		tables []string
 		lo, hi []int64
 	}{
-		{nil, nil, nil},
-		{[]int64{5}, []int64{5}, []int64{5}},
-		{[]int64{3, 2, 4, 3, 2, 1, 9, 10, 12}, []int64{1, 9, 12}, []int64{4, 10, 12}},
-		{[]int64{0, 1, 2, 100, 99, 101}, []int64{0, 99}, []int64{2, 101}},
+		{"nothing", func(r *tableRuns) { r.add("A", nil, 1) }, nil, nil, nil},
+		{"one", func(r *tableRuns) { r.add("A", []int64{5}, 1) }, []string{"A"}, []int64{5}, []int64{5}},
+		{"repeats, out of order", func(r *tableRuns) { r.add("A", []int64{3, 2, 4, 3, 2, 1, 9, 10, 12}, 1) },
+			[]string{"A", "A", "A"}, []int64{1, 9, 12}, []int64{4, 10, 12}},
+		{"two tables", func(r *tableRuns) {
+			r.add("A", []int64{0, 1, 2, 100, 99, 101}, 1)
+			r.add("B", []int64{7}, 1)
+			r.add("C", nil, 1)
+			r.add("D", []int64{8, 9}, 1)
+		}, []string{"A", "A", "B", "D"}, []int64{0, 99, 7, 8}, []int64{2, 101, 7, 9}},
+		{"signing times, a minute apart ends a run", func(r *tableRuns) {
+			m := int64(time.Minute)
+			r.add("A", []int64{10, 10 + m, 10 + 2*m + 1, 5}, m)
+		}, []string{"A", "A"}, []int64{5, 10 + 2*int64(time.Minute) + 1}, []int64{10 + int64(time.Minute), 10 + 2*int64(time.Minute) + 1}},
 	} {
-		lo, hi := seqRuns(c.seqs)
-		if !slices.Equal(lo, c.lo) || !slices.Equal(hi, c.hi) {
-			t.Errorf("seqRuns(%v) = %v..%v, want %v..%v", c.seqs, lo, hi, c.lo, c.hi)
+		var r tableRuns
+		c.add(&r)
+		if !slices.Equal(r.tables, c.tables) || !slices.Equal(r.lo, c.lo) || !slices.Equal(r.hi, c.hi) {
+			t.Errorf("%s: runs %v %v..%v, want %v %v..%v", c.name, r.tables, r.lo, r.hi, c.tables, c.lo, c.hi)
 		}
+	}
+}
+
+// TestPickByTable: an answer for a table the batch did not ask for is an
+// error, not a row put under another table.
+func TestPickByTable(t *testing.T) {
+	reads := []tableRead{newTableRead(), newTableRead()}
+	read := readFork(pickByTable([]string{"A", "B"}, reads))
+	row := func(table string, seq int64) scanFunc {
+		return func(dest ...any) error {
+			*dest[0].(*string), *dest[1].(*int64) = table, seq
+			return nil
+		}
+	}
+	if err := read(row("B", 7)); err != nil || !reads[1].forkAt[7] || len(reads[0].forkAt) != 0 {
+		t.Fatalf("B's fork at 7: err %v, A %v, B %v", err, reads[0].forkAt, reads[1].forkAt)
+	}
+	if err := read(row("C", 7)); err == nil {
+		t.Fatal("an answer for table C, not asked for, was taken")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tablectl/tablectl/coup"
@@ -28,6 +29,15 @@ type suspensionReader interface {
 
 // suspensionKinds are the rows a suspension is read from.
 var suspensionKinds = []string{string(coup.EvSuspended), string(coup.EvResumed), string(coup.EvCommandDone)}
+
+// suspensionKindsSQL is suspensionKinds as SQL literals (the game's own
+// names, no quote in them): written into the query, not passed as
+// parameters, so that PostgreSQL plans it on the partial index over
+// exactly those rows (it cannot prove a parameter is one of them).
+var suspensionKindsSQL = "'" + strings.Join(suspensionKinds, "', '") + "'"
+
+// suspensionSQL reads a table's newest suspension rows.
+var suspensionSQL = `SELECT at, kind, body FROM S.rows WHERE table_id = $1 AND kind IN (` + suspensionKindsSQL + `) ORDER BY seq DESC LIMIT ` + fmt.Sprint(suspensionScan)
 
 // suspensionScan bounds how far back the rows are read: a table holds a
 // suspension for minutes, and a supervisor's commands are few.
@@ -86,15 +96,14 @@ func (s sqlStore) lastSuspension(ctx context.Context, table string) (suspensionR
 		body     []byte
 	}
 	var rs []row
-	err := s.d.each(ctx, `SELECT at, kind, body FROM S.rows WHERE table_id = $1 AND kind IN ($2, $3, $4) ORDER BY seq DESC LIMIT `+fmt.Sprint(suspensionScan),
-		[]any{table, suspensionKinds[0], suspensionKinds[1], suspensionKinds[2]}, func(scan scanFunc) error {
-			var r row
-			if err := scan(&r.at, &r.kind, &r.body); err != nil {
-				return err
-			}
-			rs = append(rs, r)
-			return nil
-		})
+	err := s.d.each(ctx, suspensionSQL, []any{table}, func(scan scanFunc) error {
+		var r row
+		if err := scan(&r.at, &r.kind, &r.body); err != nil {
+			return err
+		}
+		rs = append(rs, r)
+		return nil
+	})
 	if err != nil {
 		return suspensionRows{}, fmt.Errorf("floor database: %w", err)
 	}
