@@ -186,7 +186,8 @@ type cpRef struct {
 // tableRead is what a store read of a table, under its lock, before
 // judging a batch's rows and checkpoints of it.
 type tableRead struct {
-	st tableState
+	table string
+	st    tableState
 	// rows are the witnessed rows at, before and after the batch's seqs.
 	rows map[int64]neighbour
 	// forkAt are the seqs (of those) with a fork kept.
@@ -201,8 +202,8 @@ type tableRead struct {
 	held []heldRow
 }
 
-func newTableRead() tableRead {
-	return tableRead{rows: map[int64]neighbour{}, cpsAt: map[int64][]cpRef{}, forkAt: map[int64]bool{}}
+func newTableRead(table string) tableRead {
+	return tableRead{table: table, rows: map[int64]neighbour{}, cpsAt: map[int64][]cpRef{}, forkAt: map[int64]bool{}}
 }
 
 // picker scans a row of an answer into dest and says whose read it is:
@@ -247,7 +248,7 @@ func readHeld(pick picker) func(scanFunc) error {
 		if err != nil {
 			return err
 		}
-		h.row.PrevHash, h.row.Hash = toHash(prev), toHash(hash)
+		h.row.Table, h.row.PrevHash, h.row.Hash = r.table, toHash(prev), toHash(hash)
 		r.held = append(r.held, h)
 		return nil
 	}
@@ -579,8 +580,8 @@ func (s sqlStore) apply(ctx context.Context, items []item, reg *Registry, witnes
 // the batch's.
 func (s sqlStore) read(ctx context.Context, tx applyTx, tables []string, byTable map[string][]item) ([]tableRead, error) {
 	reads := make([]tableRead, len(tables))
-	for i := range reads {
-		reads[i] = newTableRead()
+	for i, t := range tables {
+		reads[i] = newTableRead(t)
 	}
 	tx.lock(tables)
 	tx.readHeld(tables, reads)
@@ -589,9 +590,6 @@ func (s sqlStore) read(ctx context.Context, tx applyTx, tables []string, byTable
 	}
 	asks := make([]around, len(tables))
 	for i, t := range tables {
-		for k := range reads[i].held {
-			reads[i].held[k].row.Table = t
-		}
 		asks[i].seqs, asks[i].cpSeqs, asks[i].cpNs = readSeqs(byTable[t], reads[i].held)
 	}
 	tx.readLines(tables, reads)

@@ -671,7 +671,7 @@ func TestTableRuns(t *testing.T) {
 // TestPickByTable: an answer for a table the batch did not ask for is an
 // error, not a row put under another table.
 func TestPickByTable(t *testing.T) {
-	reads := []tableRead{newTableRead(), newTableRead()}
+	reads := []tableRead{newTableRead("A"), newTableRead("B")}
 	read := readFork(pickByTable([]string{"A", "B"}, reads))
 	row := func(table string, seq int64) scanFunc {
 		return func(dest ...any) error {
