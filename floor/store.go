@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablectl/tablectl/audit"
+	"github.com/tablectl/tablectl/coup"
 )
 
 // Alert kinds the witness raises. The first group says a trail was
@@ -537,7 +538,7 @@ type applyTx interface {
 	insertCheckpoints(writes []tableWrite, now time.Time)
 	release(writes []tableWrite)
 	hold(writes []tableWrite)
-	putLines(writes []tableWrite, now time.Time)
+	putLines(writes []tableWrite)
 }
 
 // sqlStore is the store both databases are, over their dialect: a batch's
@@ -664,7 +665,7 @@ func (s sqlStore) queueWrites(tx applyTx, writes []tableWrite, now time.Time) {
 			last_detail = excluded.last_detail, last_at = excluded.last_at`, []any{w.table, q.reason, q.n, q.src, q.detail, at}, nil)
 		}
 	}
-	tx.putLines(writes, now)
+	tx.putLines(writes)
 	for _, w := range writes {
 		if w.noLine || !w.rescan {
 			continue
@@ -818,10 +819,14 @@ func (s sqlStore) resolve(ctx context.Context, table string, kind AlertKind, now
 	return out, nil
 }
 
-// viewLinesSQL reads every table's line and its coups witnessed since $1
-// (on the partial index rows_coup_results: the kind a literal).
+// coupResultSQL is the kind of a coup's result as an SQL literal, the one
+// spelling the view's rate query and its partial index (rows_coup_results)
+// share: a literal, so PostgreSQL plans the query on the index.
+const coupResultSQL = "'" + string(coup.EvCoupResult) + "'"
+
+// viewLinesSQL reads every table's line and its coups witnessed since $1.
 const viewLinesSQL = `SELECT t.table_id, t.contig, t.max_seq, t.last_seen, t.cp_signed_at,
-		(SELECT count(*) FROM S.rows r WHERE r.table_id = t.table_id AND r.kind = 'coup_result' AND r.witnessed_at > $1)
+		(SELECT count(*) FROM S.rows r WHERE r.table_id = t.table_id AND r.kind = ` + coupResultSQL + ` AND r.witnessed_at > $1)
 		FROM S.tables t`
 
 func (s sqlStore) viewLines(ctx context.Context, since time.Time) ([]viewLine, error) {

@@ -9,8 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/tablectl/tablectl/coup"
 )
 
 // PGStore is the floor's PostgreSQL database: one schema holding every
@@ -56,7 +54,7 @@ func OpenStore(ctx context.Context, pool *pgxpool.Pool, schema string) (*PGStore
 // only for the rows they hold. Made on an existing floor when a witness
 // or view starts (a scan of the rows table under a lock writes wait for).
 var viewIndexSQL = `
-CREATE INDEX IF NOT EXISTS rows_coup_results ON S.rows (table_id, witnessed_at) WHERE kind = '` + string(coup.EvCoupResult) + `';
+CREATE INDEX IF NOT EXISTS rows_coup_results ON S.rows (table_id, witnessed_at) WHERE kind = ` + coupResultSQL + `;
 CREATE INDEX IF NOT EXISTS rows_suspensions ON S.rows (table_id, seq) WHERE kind IN (` + suspensionKindsSQL + `);
 `
 
@@ -394,14 +392,15 @@ func (t *pgTx) hold(writes []tableWrite) {
 	var table, at, kind, src []string
 	var seq, shoe, cp []int64
 	var body, prev, hash [][]byte
-	var since, streamAt []*time.Time
+	var since []time.Time
+	var streamAt []*time.Time
 	for _, w := range writes {
 		for _, h := range w.hold {
 			row := h.row
 			table, seq, at, kind = append(table, w.table), append(seq, row.Seq), append(at, row.At), append(kind, row.Kind)
 			shoe, cp, body = append(shoe, row.Shoe), append(cp, row.Coup), append(body, row.Body)
 			prev, hash, src = append(prev, row.PrevHash[:]), append(hash, row.Hash[:]), append(src, h.src)
-			since, streamAt = append(since, &h.since), append(streamAt, orNil(h.at))
+			since, streamAt = append(since, h.since), append(streamAt, orNil(h.at))
 		}
 	}
 	if len(table) == 0 {
@@ -413,7 +412,7 @@ func (t *pgTx) hold(writes []tableWrite) {
 }
 
 // putLines writes the lines of every table that has one, in one statement.
-func (t *pgTx) putLines(writes []tableWrite, now time.Time) {
+func (t *pgTx) putLines(writes []tableWrite) {
 	var table []string
 	var contig, maxSeq, cpSeq []int64
 	var seen, hole, cpAt []*time.Time

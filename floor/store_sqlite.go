@@ -344,7 +344,7 @@ func (t *sqliteTx) hold(writes []tableWrite) {
 	}
 }
 
-func (t *sqliteTx) putLines(writes []tableWrite, now time.Time) {
+func (t *sqliteTx) putLines(writes []tableWrite) {
 	for _, w := range writes {
 		if w.noLine {
 			continue
